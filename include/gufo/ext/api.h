@@ -1,0 +1,32 @@
+/* gufo/ext/api.h — the whole stable extension API in one include.
+ *
+ * Extensions may include this or only the headers they use. Nothing under
+ * experimental/ is included here: using it is a deliberate choice (see
+ * the "Experimental headers" section of docs/api.md).
+ *
+ * Since 0.1.1.
+ */
+#ifndef GUFO_EXT_API_H
+#define GUFO_EXT_API_H
+
+#include <gufo/ext/common.h>
+#include <gufo/ext/status.h>
+#include <gufo/ext/version.h>
+#include <gufo/ext/log.h>
+#include <gufo/ext/cancel.h>
+#include <gufo/ext/memory.h>
+#include <gufo/ext/options.h>
+#include <gufo/ext/sampling.h>
+#include <gufo/ext/gguf.h>
+#include <gufo/ext/artifact.h>
+#include <gufo/ext/provider.h>
+#include <gufo/ext/registry.h>
+#include <gufo/ext/text_generation.h>
+#include <gufo/ext/embeddings.h>
+#include <gufo/ext/decisions.h>
+#include <gufo/ext/speech_recognition.h>
+#include <gufo/ext/speech_synthesis.h>
+#include <gufo/ext/image_generation.h>
+#include <gufo/ext/video_generation.h>
+
+#endif /* GUFO_EXT_API_H */

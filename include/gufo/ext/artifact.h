@@ -1,0 +1,63 @@
+/* gufo/ext/artifact.h — what a probe may look at.
+ *
+ * A probe answers "is this my file?" from metadata alone. The host opens the
+ * artifact once with gufo_artifact_open(), which reads only the GGUF header,
+ * key/values and tensor infos (GUFO_GGUF_OPEN_METADATA) — never tensor data,
+ * never the GPU — and hands the same read-only view to every probe in turn.
+ * Selection time therefore does not depend on the size of the weights.
+ *
+ * Ownership: the host owns the gufo_artifact; probes borrow it for the call.
+ * Thread-safety: immutable after open; safe to read from many threads.
+ *
+ * Since 0.1.1.
+ */
+#ifndef GUFO_EXT_ARTIFACT_H
+#define GUFO_EXT_ARTIFACT_H
+
+#include <gufo/ext/common.h>
+#include <gufo/ext/gguf.h>
+#include <gufo/ext/status.h>
+
+GUFO_EXT_BEGIN_DECLS
+
+/** Opaque artifact metadata view. @since 0.1.1 */
+typedef struct gufo_artifact gufo_artifact;
+
+/**
+ * Opens `path` for probing. Today every artifact is a GGUF file; the format
+ * string ("gguf") leaves room for others. Errors as gufo_gguf_open(), with the
+ * path in the detail. Free with gufo_artifact_close().
+ * @since 0.1.1
+ */
+GUFO_EXT_API gufo_status gufo_artifact_open(const char *path, gufo_artifact **out, gufo_error *err);
+
+/** Closes an artifact; NULL is a no-op. @since 0.1.1 */
+GUFO_EXT_API void gufo_artifact_close(gufo_artifact *artifact);
+
+/** The path it was opened from (borrowed). @since 0.1.1 */
+GUFO_EXT_API const char *gufo_artifact_path(const gufo_artifact *artifact);
+
+/** Container format: "gguf". @since 0.1.1 */
+GUFO_EXT_API const char *gufo_artifact_format(const gufo_artifact *artifact);
+
+/**
+ * The architecture the file declares (`general.architecture` for GGUF), or ""
+ * when absent. Borrowed.
+ * @since 0.1.1
+ */
+GUFO_EXT_API const char *gufo_artifact_architecture(const gufo_artifact *artifact);
+
+/**
+ * The metadata-only GGUF view behind the artifact, for key/value and tensor-info
+ * lookups with the gufo_gguf_* readers. gufo_gguf_tensor_data() on it fails with
+ * GUFO_E_STATE: probes cannot read weights.
+ * @since 0.1.1
+ */
+GUFO_EXT_API const gufo_gguf *gufo_artifact_gguf(const gufo_artifact *artifact);
+
+/** Size of the artifact file in bytes. @since 0.1.1 */
+GUFO_EXT_API uint64_t gufo_artifact_size(const gufo_artifact *artifact);
+
+GUFO_EXT_END_DECLS
+
+#endif /* GUFO_EXT_ARTIFACT_H */

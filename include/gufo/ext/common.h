@@ -1,0 +1,46 @@
+/* gufo/ext/common.h — macros every public header uses.
+ *
+ * GUFO_EXT_API marks a function exported by gufo_ext_runtime. The runtime is
+ * compiled with hidden visibility, so anything without this marker is private
+ * to the runtime and cannot be linked by an extension (the symbol audit checks
+ * the same thing from the other side).
+ *
+ * Since 0.1.1.
+ */
+#ifndef GUFO_EXT_COMMON_H
+#define GUFO_EXT_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  if defined(GUFO_EXT_RUNTIME_BUILD)
+#    define GUFO_EXT_API __declspec(dllexport)
+#  else
+#    define GUFO_EXT_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__)
+#  define GUFO_EXT_API __attribute__((visibility("default")))
+#else
+#  define GUFO_EXT_API
+#endif
+
+#if defined(__GNUC__)
+#  define GUFO_EXT_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#  define GUFO_EXT_PRINTF(fmt_index, first_arg)
+#endif
+
+#ifdef __cplusplus
+#  define GUFO_EXT_BEGIN_DECLS extern "C" {
+#  define GUFO_EXT_END_DECLS }
+#else
+#  define GUFO_EXT_BEGIN_DECLS
+#  define GUFO_EXT_END_DECLS
+#endif
+
+/** A token id. Negative values never name a token. @since 0.1.1 */
+typedef int32_t gufo_token;
+
+#endif /* GUFO_EXT_COMMON_H */

@@ -1,0 +1,150 @@
+/* gufo/ext/memory.h — memory under the host's budgets, and host<->device transfers.
+ *
+ * Weights, KV caches, snapshots and scratch all come from a gufo_memory pool
+ * that the host created with a limit per kind (host RAM, device memory). Every
+ * allocation carries a tag ("weights", "kv-cache", "snapshot", "scratch", ...)
+ * so diagnostics can say where the memory went. When an allocation would go
+ * over the limit, the pool first calls the host's pressure handler (the core
+ * evicts retained sessions there), then retries once; if it still does not
+ * fit, the call fails with GUFO_E_OVER_BUDGET and a message naming the tag, the
+ * size asked, and what is left — the request fails alone, nothing else does.
+ *
+ * Device memory is provided by the runtime's GPU backend (CUDA or HIP, chosen
+ * when the runtime was built). A runtime built without one answers device
+ * requests with GUFO_E_UNSUPPORTED and says so.
+ *
+ * Thread-safety: every function may be called from any thread; accounting is
+ * protected by a lock inside the pool. The pressure handler runs on the thread
+ * that allocates, without the pool lock held.
+ *
+ * Since 0.1.1.
+ */
+#ifndef GUFO_EXT_MEMORY_H
+#define GUFO_EXT_MEMORY_H
+
+#include <gufo/ext/common.h>
+#include <gufo/ext/status.h>
+
+GUFO_EXT_BEGIN_DECLS
+
+/** Where memory lives. @since 0.1.1 */
+typedef enum gufo_memory_kind {
+    GUFO_MEMORY_HOST = 0,   /**< process RAM */
+    GUFO_MEMORY_DEVICE = 1  /**< GPU memory of the runtime's device */
+} gufo_memory_kind;
+
+/** Opaque budgeted pool. @since 0.1.1 */
+typedef struct gufo_memory gufo_memory;
+
+/** Limits for gufo_memory_create(); 0 means "no limit". @since 0.1.1 */
+typedef struct gufo_memory_limits {
+    size_t struct_size;     /**< sizeof(gufo_memory_limits) */
+    uint64_t host_bytes;
+    uint64_t device_bytes;
+} gufo_memory_limits;
+
+/**
+ * Called when an allocation of `bytes` of `kind` does not fit. The host frees
+ * what it can (evicting retained sessions) and returns true when it freed
+ * anything, which makes the pool retry once.
+ * @since 0.1.1
+ */
+typedef bool (*gufo_memory_pressure_fn)(void *userdata, gufo_memory_kind kind, uint64_t bytes);
+
+/** Host: creates a pool. @since 0.1.1 */
+GUFO_EXT_API gufo_status gufo_memory_create(const gufo_memory_limits *limits, gufo_memory **out, gufo_error *err);
+
+/**
+ * Host: destroys a pool. Allocations still live are reported with gufo_log()
+ * (tag and size: a leak is a bug worth naming) and then released.
+ * @since 0.1.1
+ */
+GUFO_EXT_API void gufo_memory_destroy(gufo_memory *memory);
+
+/** Host: installs the pressure handler (NULL removes it). @since 0.1.1 */
+GUFO_EXT_API void gufo_memory_set_pressure_handler(gufo_memory *memory, gufo_memory_pressure_fn fn, void *userdata);
+
+/**
+ * Allocates `size` bytes of `kind` aligned to `alignment` (a power of two, 0 =
+ * 64), counted against the budget under `tag` (copied; at most 63 bytes).
+ * Host memory is not zeroed. Errors: GUFO_E_OVER_BUDGET, GUFO_E_NO_MEMORY,
+ * GUFO_E_UNSUPPORTED (no device backend), GUFO_E_DEVICE, GUFO_E_INVALID_ARGUMENT.
+ * @since 0.1.1
+ */
+GUFO_EXT_API gufo_status gufo_memory_alloc(gufo_memory *memory, gufo_memory_kind kind, size_t size, size_t alignment,
+                                           const char *tag, void **out, gufo_error *err);
+
+/** Returns an allocation to the pool; NULL is a no-op. @since 0.1.1 */
+GUFO_EXT_API void gufo_memory_free(gufo_memory *memory, void *ptr);
+
+/**
+ * Counts `bytes` that a library allocated on the extension's behalf (a cuBLAS
+ * workspace, a mapped file kept resident) against the budget without
+ * allocating. Fails like gufo_memory_alloc() when it does not fit. Undo with
+ * gufo_memory_uncharge() using the same kind and tag.
+ * @since 0.1.1
+ */
+GUFO_EXT_API gufo_status gufo_memory_charge(gufo_memory *memory, gufo_memory_kind kind, uint64_t bytes,
+                                            const char *tag, gufo_error *err);
+
+/** Reverses gufo_memory_charge(). @since 0.1.1 */
+GUFO_EXT_API void gufo_memory_uncharge(gufo_memory *memory, gufo_memory_kind kind, uint64_t bytes, const char *tag);
+
+/** Bytes currently counted for `kind`. @since 0.1.1 */
+GUFO_EXT_API uint64_t gufo_memory_used(const gufo_memory *memory, gufo_memory_kind kind);
+
+/** The limit for `kind` (0 = none). @since 0.1.1 */
+GUFO_EXT_API uint64_t gufo_memory_limit(const gufo_memory *memory, gufo_memory_kind kind);
+
+/** Highest gufo_memory_used() seen for `kind`. @since 0.1.1 */
+GUFO_EXT_API uint64_t gufo_memory_peak(const gufo_memory *memory, gufo_memory_kind kind);
+
+/** One tag's usage, for diagnostics. @since 0.1.1 */
+typedef struct gufo_memory_tag_usage {
+    const char *tag;
+    gufo_memory_kind kind;
+    uint64_t bytes;
+    uint64_t allocations;
+} gufo_memory_tag_usage;
+
+/**
+ * Calls `fn` once per (tag, kind) with non-zero usage, sorted by tag. The
+ * struct is valid only during the callback; the pool lock is held, so `fn`
+ * must not call back into the pool.
+ * @since 0.1.1
+ */
+GUFO_EXT_API void gufo_memory_foreach_tag(const gufo_memory *memory,
+                                          void (*fn)(void *userdata, const gufo_memory_tag_usage *usage),
+                                          void *userdata);
+
+/**
+ * Copies `size` bytes between any two kinds (host->device, device->host,
+ * device->device, host->host). Synchronous: returns when the copy is done.
+ * @since 0.1.1
+ */
+GUFO_EXT_API gufo_status gufo_memory_copy(gufo_memory *memory, void *dst, gufo_memory_kind dst_kind, const void *src,
+                                          gufo_memory_kind src_kind, size_t size, gufo_error *err);
+
+/** What the runtime's device backend is. @since 0.1.1 */
+typedef struct gufo_device_info {
+    size_t struct_size;           /**< sizeof(gufo_device_info) */
+    const char *backend;          /**< "cuda", "hip" or "none" (static string) */
+    char name[128];               /**< e.g. "NVIDIA H200"; "" when none */
+    char arch[32];                /**< e.g. "sm_90", "gfx90a"; "" when none */
+    uint64_t total_bytes;         /**< device memory; 0 when none */
+    uint64_t free_bytes;
+    int driver_version;           /**< backend-specific integer; 0 when none */
+    int device_count;
+} gufo_device_info;
+
+/**
+ * Describes the device the runtime uses. Always succeeds with backend "none"
+ * when no backend was built; GUFO_E_DEVICE when a backend was built but no
+ * usable device is present (the detail says why).
+ * @since 0.1.1
+ */
+GUFO_EXT_API gufo_status gufo_device_query(gufo_device_info *info, gufo_error *err);
+
+GUFO_EXT_END_DECLS
+
+#endif /* GUFO_EXT_MEMORY_H */

@@ -1,0 +1,84 @@
+/* runtime/artifact.c — the metadata-only view probes look at.
+ *
+ * The GGUF is opened in GUFO_GGUF_OPEN_METADATA mode, which reads header,
+ * key/values and tensor infos and never maps the tensor-data region: probing
+ * costs the same for a 100 MB and a 100 GB file, and a probe cannot read
+ * weights even by mistake (gufo_gguf_tensor_data answers GUFO_E_STATE).
+ */
+#include <gufo/ext/artifact.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+struct gufo_artifact {
+    char *path;
+    gufo_gguf *gguf;
+    const char *architecture; /* borrowed from gguf, or "" */
+};
+
+/* general.architecture when it is a string; anything else reads as "absent"
+ * and probes decline with their own reason. */
+static const char *architecture_of(const gufo_gguf *gguf)
+{
+    gufo_gguf_value value;
+    if (gufo_gguf_find(gguf, "general.architecture", &value) != GUFO_OK) return "";
+    if (value.type != GUFO_GGUF_STRING || !value.v.str.data) return "";
+    return value.v.str.data;
+}
+
+GUFO_EXT_API gufo_status gufo_artifact_open(const char *path, gufo_artifact **out, gufo_error *err)
+{
+    if (!out) return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "gufo_artifact_open: out is NULL");
+    *out = NULL;
+    if (!path || !path[0]) return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "no model path was given");
+
+    gufo_artifact *a = calloc(1, sizeof *a);
+    if (!a || !(a->path = strdup(path))) {
+        free(a);
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "%s: out of memory", path);
+    }
+    gufo_status st = gufo_gguf_open(path, GUFO_GGUF_OPEN_METADATA, &a->gguf, err);
+    if (st != GUFO_OK) {
+        /* The reader may already name the file; say it once. */
+        if (err && !strstr(err->message, path)) gufo_error_prefix(err, st, "%s", path);
+        gufo_artifact_close(a);
+        return st;
+    }
+    a->architecture = architecture_of(a->gguf);
+    *out = a;
+    return GUFO_OK;
+}
+
+GUFO_EXT_API void gufo_artifact_close(gufo_artifact *artifact)
+{
+    if (!artifact) return;
+    gufo_gguf_close(artifact->gguf);
+    free(artifact->path);
+    free(artifact);
+}
+
+GUFO_EXT_API const char *gufo_artifact_path(const gufo_artifact *artifact)
+{
+    return artifact ? artifact->path : "";
+}
+
+GUFO_EXT_API const char *gufo_artifact_format(const gufo_artifact *artifact)
+{
+    (void)artifact; /* GGUF is the only container today */
+    return "gguf";
+}
+
+GUFO_EXT_API const char *gufo_artifact_architecture(const gufo_artifact *artifact)
+{
+    return artifact ? artifact->architecture : "";
+}
+
+GUFO_EXT_API const gufo_gguf *gufo_artifact_gguf(const gufo_artifact *artifact)
+{
+    return artifact ? artifact->gguf : NULL;
+}
+
+GUFO_EXT_API uint64_t gufo_artifact_size(const gufo_artifact *artifact)
+{
+    return artifact ? gufo_gguf_file_size(artifact->gguf) : 0;
+}

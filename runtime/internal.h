@@ -1,0 +1,65 @@
+/* runtime/internal.h — functions shared between runtime source files.
+ *
+ * Nothing here is part of the extension API. Names start with `gufo__`
+ * (double underscore) and carry no GUFO_EXT_API, so the runtime's hidden
+ * visibility keeps them out of the shared library's export table; the symbol
+ * audit fails if one ever leaks.
+ */
+#ifndef GUFO_RUNTIME_INTERNAL_H
+#define GUFO_RUNTIME_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gufo/ext/memory.h>
+#include <gufo/ext/status.h>
+
+/* ---- Device backend (device.c) ----------------------------------------- */
+
+/* Name of the backend compiled in: "cuda" or "none". */
+const char *gufo__device_backend(void);
+
+/* Allocates `size` bytes of device memory (aligned to at least 256 bytes).
+ * GUFO_E_UNSUPPORTED without a backend, GUFO_E_NO_MEMORY when the device is
+ * full, GUFO_E_DEVICE for any other backend error. */
+gufo_status gufo__device_alloc(size_t size, void **out, gufo_error *err);
+
+/* Releases memory from gufo__device_alloc(); NULL is a no-op. */
+void gufo__device_free(void *ptr);
+
+/* Synchronous copy where at least one side is device memory. */
+gufo_status gufo__device_copy(void *dst, gufo_memory_kind dst_kind, const void *src, gufo_memory_kind src_kind,
+                              size_t size, gufo_error *err);
+
+/* ---- Memory (memory.c) ------------------------------------------------- */
+
+/* Writes `bytes` the way messages show sizes: "512 bytes", "1.5 GiB". */
+void gufo__format_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/* ---- Version (version.c) ------------------------------------------------ */
+
+/* Checks that an extension needing API 0.`minor`.`revision` can run on the
+ * loaded runtime; on failure GUFO_E_VERSION with "requires API >= 0.M.R but
+ * the loaded gufo_ext_runtime provides 0.m.r". */
+gufo_status gufo__check_api(uint32_t minor, uint32_t revision, gufo_error *err);
+
+/* ---- Text helpers ------------------------------------------------------- */
+
+/* `buf` holds `len` bytes that a formatter may have cut inside a UTF-8
+ * character; shortens it so it ends on a character boundary. Only a trailing
+ * incomplete sequence is removed, so well-formed text is never touched. */
+static inline void gufo__utf8_trim_partial(char *buf, size_t len)
+{
+    size_t start = len;
+    size_t continuation = 0;
+    while (start > 0 && continuation < 4 && ((unsigned char)buf[start - 1] & 0xC0) == 0x80) {
+        start--;
+        continuation++;
+    }
+    if (start == 0) return;
+    unsigned char lead = (unsigned char)buf[start - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (start - 1 + need > len) buf[start - 1] = '\0';
+}
+
+#endif /* GUFO_RUNTIME_INTERNAL_H */

@@ -1,0 +1,689 @@
+# GufoExt.cmake: build settings and the helpers extension.cmake files use.
+#
+# The same file serves the Gufo source tree and an installed SDK
+# (find_package(GufoExt)), so an extension builds the same way in both.
+#
+# The includer sets, before calling any function here:
+#   GUFO_EXT_API_VERSION         "0.MINOR.REVISION" (GufoExtVersion.cmake or the package config)
+#   GUFO_PUBLIC_INCLUDE_DIR      the directory holding gufo/ext/*.h
+#   GUFO_GENERATED_INCLUDE_DIR   ${CMAKE_BINARY_DIR}/gufo_generated/include
+#   GUFO_RUNTIME_TARGET          gufo_ext_runtime (in the tree) or GufoExt::runtime (installed)
+#
+# Project-wide:
+#   gufo_apply_project_warnings(<target>)
+#   gufo_apply_project_sanitizers()            once, in the top directory, before any target
+#   gufo_enable_gpu_languages()                once, in the top directory (a macro: enable_language()
+#                                              must run at directory scope)
+#   gufo_extensions_process([SEARCH_DIRS <dir>...] [LOCK <file>])
+#   gufo_add_registry(<executable>)            after gufo_extensions_process()
+#
+# In extension.cmake (included by gufo_extensions_process()):
+#   gufo_extension_library(<target> SOURCES <src>... [CUDA_SOURCES <src>...] [LINK <item>...])
+#   gufo_extension_executable(<target> SOURCES <src>... [LINK <item>...])
+#   gufo_extension_test(<target> SOURCES <src>... [LINK <item>...] [ARGS <arg>...] [LABELS <label>...])
+# with these variables set: GUFO_EXTENSION_NAME, GUFO_EXTENSION_DIR,
+# GUFO_EXTENSION_BINARY_DIR, GUFO_EXTENSION_ORIGIN ("official" or "community").
+# Relative source paths are taken relative to GUFO_EXTENSION_DIR.
+include_guard(GLOBAL)
+include(${CMAKE_CURRENT_LIST_DIR}/GufoExtPython.cmake)
+
+cmake_path(ABSOLUTE_PATH CMAKE_CURRENT_LIST_DIR NORMALIZE OUTPUT_VARIABLE _gufo_cmake_dir)
+cmake_path(GET _gufo_cmake_dir PARENT_PATH GUFO_SDK_DIR)
+cmake_path(GET GUFO_SDK_DIR PARENT_PATH _gufo_sdk_parent)
+set(GUFO_SDK_TOOL ${GUFO_SDK_DIR}/tools/gufo_sdk.py)
+set(GUFO_SDK_ALLOWLIST ${GUFO_SDK_DIR}/allowlist.json)
+set(GUFO_SDK_SCHEMA_DIR ${_gufo_sdk_parent}/schema)
+if(NOT DEFINED GUFO_RUNTIME_TARGET)
+    set(GUFO_RUNTIME_TARGET gufo_ext_runtime)
+endif()
+
+# ---- Build settings (cache variables) ---------------------------------------
+if(DEFINED ENV{CI})
+    set(_gufo_werror_default ON)
+else()
+    set(_gufo_werror_default OFF)
+endif()
+option(GUFO_WERROR "Treat compiler warnings as errors (default ON when the CI environment variable is set)"
+       ${_gufo_werror_default})
+set(GUFO_SANITIZE "" CACHE STRING "Sanitizers for every C target, comma separated, e.g. address,undefined")
+option(GUFO_FUZZ "Build the libFuzzer targets (clang): adds -fsanitize=fuzzer-no-link,address,undefined everywhere"
+       OFF)
+option(GUFO_RELEASE "Build only the official extensions named in extensions.lock (and what they depend on)" OFF)
+set(GUFO_EXTENSIONS "" CACHE STRING
+    "Build only these extensions (and what they depend on); ';' separated. Empty: all")
+set(GUFO_EXTENSION_DIRS "" CACHE STRING
+    "Extra extension directories, or directories of them, ';' or ':' separated (also read from the environment)")
+set(GUFO_ENABLE_CUDA AUTO CACHE STRING "Build CUDA targets: AUTO (when a CUDA compiler is found), ON or OFF")
+set_property(CACHE GUFO_ENABLE_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(GUFO_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures of GPU targets (90 = H200)")
+set(GUFO_ENABLE_HIP AUTO CACHE STRING "Build HIP targets: AUTO (when a HIP compiler is found), ON or OFF")
+set_property(CACHE GUFO_ENABLE_HIP PROPERTY STRINGS AUTO ON OFF)
+set(GUFO_HIP_ARCHITECTURES "gfx1030;gfx906;gfx90a" CACHE STRING "AMD GPU architectures of HIP targets")
+
+# ---- Reporting ----------------------------------------------------------------
+
+# Appends one problem, the arguments concatenated, to the list `var`.
+macro(_gufo_problem var)
+    string(CONCAT _gufo_problem_text ${ARGN})
+    list(APPEND ${var} "${_gufo_problem_text}")
+endmacro()
+
+# Stops the configure with `headline` and the details (the remaining
+# arguments, concatenated), one problem per line. The details are indented:
+# CMake re-wraps unindented error text, which would split the file names and
+# messages users search for.
+function(_gufo_fail headline)
+    string(CONCAT details ${ARGN})
+    string(STRIP "${details}" details)
+    string(REPLACE "\n" "\n  " details "${details}")
+    message(FATAL_ERROR "${headline}\n  ${details}\n")
+endfunction()
+
+# ---- Project-wide compiler settings -----------------------------------------
+
+# Every C target of the project gets the same warnings and language level, so
+# an extension compiles the same in-tree, out of tree and in CI.
+function(gufo_apply_project_warnings target)
+    if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+        set(warnings -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Werror=implicit-function-declaration)
+        target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C>:${warnings}>")
+        if(GUFO_WERROR)
+            target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:C>:-Werror>")
+        endif()
+    endif()
+    set_target_properties(${target} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+endfunction()
+
+# GUFO_SANITIZE (and GUFO_FUZZ) for every C target created after the call in
+# this directory and below: directory-level options, so no target can miss them.
+function(gufo_apply_project_sanitizers)
+    string(REPLACE "," ";" sanitizers "${GUFO_SANITIZE}")
+    if(GUFO_FUZZ)
+        list(APPEND sanitizers address undefined)
+        add_compile_options("$<$<COMPILE_LANGUAGE:C>:-fsanitize=fuzzer-no-link>")
+    endif()
+    list(REMOVE_DUPLICATES sanitizers)
+    list(REMOVE_ITEM sanitizers "")
+    if(NOT sanitizers)
+        return()
+    endif()
+    list(JOIN sanitizers "," joined)
+    set(flags -fsanitize=${joined} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    add_compile_options("$<$<COMPILE_LANGUAGE:C>:${flags}>")
+    add_link_options(-fsanitize=${joined})
+    message(STATUS "gufo: sanitizers ${joined}")
+endfunction()
+
+# Enables CUDA and HIP per GUFO_ENABLE_CUDA / GUFO_ENABLE_HIP and sets
+# GUFO_HAVE_CUDA / GUFO_HAVE_HIP. A macro because enable_language() must be
+# called at directory scope, in the directory above every target using it.
+macro(gufo_enable_gpu_languages)
+    include(CheckLanguage)
+    foreach(_gufo_language CUDA HIP)
+        set(GUFO_HAVE_${_gufo_language} OFF)
+        if(GUFO_ENABLE_${_gufo_language} STREQUAL "AUTO")
+            check_language(${_gufo_language})
+            set(_gufo_wanted "${CMAKE_${_gufo_language}_COMPILER}")
+        else()
+            set(_gufo_wanted ${GUFO_ENABLE_${_gufo_language}})
+        endif()
+        if(_gufo_wanted)
+            if(NOT DEFINED CMAKE_${_gufo_language}_ARCHITECTURES)
+                set(CMAKE_${_gufo_language}_ARCHITECTURES ${GUFO_${_gufo_language}_ARCHITECTURES})
+            endif()
+            enable_language(${_gufo_language})
+            set(GUFO_HAVE_${_gufo_language} ON)
+            message(STATUS "gufo: ${_gufo_language} enabled (${CMAKE_${_gufo_language}_COMPILER}, "
+                           "architectures ${CMAKE_${_gufo_language}_ARCHITECTURES})")
+        endif()
+    endforeach()
+    if(GUFO_HAVE_CUDA)
+        find_package(CUDAToolkit REQUIRED)  # CUDA::cudart and the library directory the audit reads
+    endif()
+endmacro()
+
+# ---- Helpers for extension.cmake --------------------------------------------
+
+function(gufo_extension_library target)
+    _gufo_extension_target(library ${target} ${ARGN})
+endfunction()
+
+function(gufo_extension_executable target)
+    _gufo_extension_target(executable ${target} ${ARGN})
+endfunction()
+
+function(gufo_extension_test target)
+    _gufo_extension_target(test ${target} ${ARGN})
+endfunction()
+
+function(_gufo_extension_target kind target)
+    if(NOT DEFINED GUFO_EXTENSION_NAME)
+        _gufo_fail("gufo: misplaced call:" "gufo_extension_${kind}(${target}) must be called from an "
+                   "extension.cmake, which gufo_extensions_process() includes")
+    endif()
+    set(where "extension '${GUFO_EXTENSION_NAME}' (${GUFO_EXT_${GUFO_EXTENSION_NAME}_SHOWN_CMAKE})")
+    set(multi SOURCES LINK)
+    if(kind STREQUAL "library")
+        list(APPEND multi CUDA_SOURCES)
+    elseif(kind STREQUAL "test")
+        list(APPEND multi ARGS LABELS)
+    endif()
+    cmake_parse_arguments(PARSE_ARGV 2 ARG "" "" "${multi}")
+    if(ARG_UNPARSED_ARGUMENTS)
+        _gufo_fail("gufo: extension build file error:"
+                   "${where}: gufo_extension_${kind}(${target}) got unexpected arguments "
+                   "'${ARG_UNPARSED_ARGUMENTS}' (it takes: ${multi})")
+    endif()
+    if(NOT GUFO_EXT_TARGET_${target}_EXTENSION STREQUAL GUFO_EXTENSION_NAME)
+        _gufo_fail("gufo: extension build file error:"
+                   "${where}: target '${target}' is not declared in the \"targets\" of "
+                   "${GUFO_EXT_${GUFO_EXTENSION_NAME}_SHOWN_DIR}/extension.json")
+    endif()
+    set(declared_kind ${GUFO_EXT_TARGET_${target}_KIND})
+    if(NOT declared_kind STREQUAL kind)
+        _gufo_fail("gufo: extension build file error:"
+                   "${where}: target '${target}' is declared with kind '${declared_kind}', so create it "
+                   "with gufo_extension_${declared_kind}(), not gufo_extension_${kind}()")
+    endif()
+    if(NOT ARG_SOURCES AND NOT ARG_CUDA_SOURCES)
+        _gufo_fail("gufo: extension build file error:" "${where}: gufo_extension_${kind}(${target}) needs SOURCES")
+    endif()
+    set(language ${GUFO_EXT_TARGET_${target}_GPU_LANGUAGE})
+    if(ARG_CUDA_SOURCES AND NOT language)
+        _gufo_fail("gufo: extension build file error:"
+                   "${where}: target '${target}' has CUDA_SOURCES, but its entry in extension.json does "
+                   "not require gpu, cuda or hip")
+    endif()
+    if(NOT GUFO_EXT_TARGET_${target}_AVAILABLE)
+        message(STATUS "gufo: ${target} not built: ${GUFO_EXT_TARGET_${target}_REASON}")
+        return()
+    endif()
+
+    # Relative paths are the extension's, not the top directory's (which is
+    # where extension.cmake is included).
+    set(sources "")
+    set(gpu_sources "")
+    foreach(list_name sources gpu_sources)
+        if(list_name STREQUAL "sources")
+            set(given ${ARG_SOURCES})
+        else()
+            set(given ${ARG_CUDA_SOURCES})
+        endif()
+        foreach(source IN LISTS given)
+            cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY ${GUFO_EXTENSION_DIR} NORMALIZE)
+            list(APPEND ${list_name} ${source})
+        endforeach()
+    endforeach()
+    if(kind STREQUAL "library")
+        add_library(${target} STATIC ${sources} ${gpu_sources})
+        set_target_properties(${target} PROPERTIES ARCHIVE_OUTPUT_DIRECTORY ${GUFO_EXTENSION_BINARY_DIR})
+    else()
+        add_executable(${target} ${sources})
+        set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${GUFO_EXTENSION_BINARY_DIR})
+    endif()
+    if(gpu_sources)
+        # One kernel source in the CUDA dialect serves both vendors: nvcc for
+        # NVIDIA, hipcc for AMD (through gufo/ext/experimental/gpu.h). A file
+        # used by both a CUDA and a HIP target needs a thin .hip wrapper,
+        # since a source file has one LANGUAGE per directory.
+        set_source_files_properties(${gpu_sources} PROPERTIES LANGUAGE ${language})
+        if(language STREQUAL "CUDA")
+            # The static CUDA runtime, as gufo_ext_runtime uses: no libcudart.so
+            # version requirement. CMake adds it to every executable linking this.
+            set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${GUFO_CUDA_ARCHITECTURES}"
+                                                       CUDA_SEPARABLE_COMPILATION OFF
+                                                       CUDA_RUNTIME_LIBRARY Static)
+        else()
+            set_target_properties(${target} PROPERTIES HIP_ARCHITECTURES "${GUFO_HIP_ARCHITECTURES}")
+        endif()
+        set_property(GLOBAL APPEND PROPERTY GUFO_EXTENSION_${GUFO_EXTENSION_NAME}_GPU_LANGUAGES ${language})
+    endif()
+    # PRIVATE throughout: the extension's own directory must not leak into the
+    # include path of whoever links the library (the host, through the registry).
+    target_include_directories(${target} PRIVATE ${GUFO_EXTENSION_DIR} ${GUFO_EXTENSION_BINARY_DIR}
+                                                 ${GUFO_GENERATED_INCLUDE_DIR})
+    target_link_libraries(${target} PRIVATE ${GUFO_RUNTIME_TARGET} ${ARG_LINK})
+    gufo_apply_project_warnings(${target})
+    set_property(TARGET ${target} PROPERTY GUFO_EXTENSION ${GUFO_EXTENSION_NAME})
+    set_property(GLOBAL APPEND PROPERTY GUFO_EXTENSION_${GUFO_EXTENSION_NAME}_BUILT ${target})
+
+    if(kind STREQUAL "test")
+        add_test(NAME ${GUFO_EXTENSION_NAME}.${target} COMMAND ${target} ${ARG_ARGS}
+                 WORKING_DIRECTORY ${GUFO_EXTENSION_BINARY_DIR})
+        set(labels extension extension:${GUFO_EXTENSION_NAME} ${ARG_LABELS})
+        set_tests_properties(${GUFO_EXTENSION_NAME}.${target} PROPERTIES LABELS "${labels}" SKIP_RETURN_CODE 77)
+    endif()
+endfunction()
+
+# ---- Discovery, selection and the checks around extension.cmake -------------
+
+# GUFO_EXTENSION_DIRS from the cache, or from the environment when set there
+# (`GUFO_EXTENSION_DIRS=../my_model cmake ...`): the environment value is kept
+# in the cache, so a re-run of cmake by the build tool still sees it. Relative
+# entries are taken from the directory cmake was started in.
+function(_gufo_extension_dirs out)
+    if(DEFINED ENV{PWD})
+        set(base "$ENV{PWD}")
+    else()
+        set(base "${CMAKE_BINARY_DIR}")
+    endif()
+    set(value "${GUFO_EXTENSION_DIRS}")
+    if(NOT "$ENV{GUFO_EXTENSION_DIRS}" STREQUAL "")
+        set(value "$ENV{GUFO_EXTENSION_DIRS}")
+    endif()
+    if(NOT WIN32)
+        string(REPLACE ":" ";" value "${value}")
+    endif()
+    set(dirs "")
+    foreach(dir IN LISTS value)
+        if(NOT dir STREQUAL "")
+            cmake_path(ABSOLUTE_PATH dir BASE_DIRECTORY "${base}" NORMALIZE)
+            string(REGEX REPLACE "(.)/$" "\\1" dir "${dir}")
+            list(APPEND dirs "${dir}")
+        endif()
+    endforeach()
+    if(NOT dirs STREQUAL GUFO_EXTENSION_DIRS)
+        get_property(help CACHE GUFO_EXTENSION_DIRS PROPERTY HELPSTRING)
+        set(GUFO_EXTENSION_DIRS "${dirs}" CACHE STRING "${help}" FORCE)
+    endif()
+    set(${out} "${dirs}" PARENT_SCOPE)
+endfunction()
+
+# Discovers, validates and selects the extensions (gufo_sdk.py configure),
+# includes each selected extension's extension.cmake, then checks what those
+# files did: declared targets exist, nothing undeclared was created, and every
+# extension target includes and links only what the allowlist permits.
+#
+#   SEARCH_DIRS  directories of extension directories (in the tree: extensions/ and examples/)
+#   LOCK         the release lock; extensions named there are official
+# GUFO_EXTENSION_DIRS adds more. Sets GUFO_SELECTED_EXTENSIONS in the caller.
+function(gufo_extensions_process)
+    cmake_parse_arguments(PARSE_ARGV 0 ARG "" "LOCK" "SEARCH_DIRS")
+    get_property(processed GLOBAL PROPERTY GUFO_EXTENSIONS_PROCESSED)
+    if(processed)
+        message(FATAL_ERROR "gufo_extensions_process() may run only once per build tree")
+    endif()
+    _gufo_extension_dirs(extension_dirs)
+    string(TOLOWER "${CMAKE_SYSTEM_NAME}" platform)
+    set(args --source-dir ${CMAKE_SOURCE_DIR} --binary-dir ${CMAKE_BINARY_DIR}
+             --api-version ${GUFO_EXT_API_VERSION} --schema-dir ${GUFO_SDK_SCHEMA_DIR}
+             --allowlist ${GUFO_SDK_ALLOWLIST} --platform ${platform})
+    foreach(dir IN LISTS ARG_SEARCH_DIRS)
+        list(APPEND args --search ${dir})
+    endforeach()
+    foreach(dir IN LISTS extension_dirs)
+        list(APPEND args --extension-dir ${dir})
+    endforeach()
+    foreach(name IN LISTS GUFO_EXTENSIONS)
+        list(APPEND args --extension ${name})
+    endforeach()
+    if(ARG_LOCK)
+        list(APPEND args --lock ${ARG_LOCK})
+    endif()
+    if(GUFO_RELEASE)
+        list(APPEND args --release)
+    endif()
+    if(GUFO_HAVE_CUDA)
+        list(APPEND args --have-cuda)
+    elseif(NOT GUFO_ENABLE_CUDA STREQUAL "AUTO" AND NOT GUFO_ENABLE_CUDA)
+        list(APPEND args --cuda-disabled)
+    endif()
+    if(GUFO_HAVE_HIP)
+        list(APPEND args --have-hip)
+    elseif(NOT GUFO_ENABLE_HIP STREQUAL "AUTO" AND NOT GUFO_ENABLE_HIP)
+        list(APPEND args --hip-disabled)
+    endif()
+    if(BUILD_TESTING)
+        list(APPEND args --testing)
+    endif()
+    execute_process(COMMAND ${GUFO_PYTHON} ${GUFO_SDK_TOOL} configure ${args}
+                    RESULT_VARIABLE result ERROR_VARIABLE error)
+    if(NOT result EQUAL 0)
+        _gufo_fail("gufo: the extensions cannot be configured:" "${error}")
+    endif()
+    include(${CMAKE_BINARY_DIR}/gufo_generated/extensions.cmake)
+
+    # Re-configure when a manifest or the lock changes, or an extension directory appears.
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${GUFO_EXT_CONFIGURE_DEPENDS})
+    set(globs "")
+    foreach(dir IN LISTS ARG_SEARCH_DIRS extension_dirs)
+        list(APPEND globs ${dir}/*/extension.json)
+    endforeach()
+    foreach(dir IN LISTS extension_dirs)
+        list(APPEND globs ${dir}/extension.json)
+    endforeach()
+    if(globs)
+        file(GLOB _ CONFIGURE_DEPENDS ${globs})
+    endif()
+
+    foreach(name IN LISTS GUFO_EXT_SELECTED)
+        message(STATUS "${GUFO_EXT_${name}_SUMMARY}")
+        _gufo_include_extension(${name})
+    endforeach()
+
+    set(problems "")
+    set(all_libraries "")
+    set(registry_libraries "")
+    foreach(name IN LISTS GUFO_EXT_SELECTED)
+        _gufo_check_extension(${name} problems)
+        get_property(built GLOBAL PROPERTY GUFO_EXTENSION_${name}_BUILT)
+        foreach(target IN LISTS built)
+            if(GUFO_EXT_TARGET_${target}_KIND STREQUAL "library")
+                list(APPEND all_libraries ${target})
+            endif()
+        endforeach()
+        foreach(target IN LISTS GUFO_EXT_${name}_REGISTRY_TARGETS)
+            if(TARGET ${target})
+                list(APPEND registry_libraries ${target})
+            endif()
+        endforeach()
+    endforeach()
+    if(problems)
+        list(JOIN problems "\n" problems)
+        _gufo_fail("gufo: extension build files break the SDK's rules:" "${problems}")
+    endif()
+    foreach(name IN LISTS GUFO_EXT_SELECTED)
+        _gufo_add_symbol_audit(${name})
+    endforeach()
+
+    set_property(GLOBAL PROPERTY GUFO_EXTENSION_LIBRARIES ${all_libraries})
+    set_property(GLOBAL PROPERTY GUFO_REGISTRY_LIBRARIES ${registry_libraries})
+    set_property(GLOBAL PROPERTY GUFO_EXTENSIONS_PROCESSED ON)
+    set(GUFO_SELECTED_EXTENSIONS ${GUFO_EXT_SELECTED} PARENT_SCOPE)
+endfunction()
+
+# Directory-level settings an extension.cmake could change for everyone after
+# it (include_directories(), add_compile_options(), link_libraries(), ...).
+set(_GUFO_DIRECTORY_PROPERTIES INCLUDE_DIRECTORIES COMPILE_OPTIONS COMPILE_DEFINITIONS LINK_OPTIONS
+    LINK_DIRECTORIES LINK_LIBRARIES BUILDSYSTEM_TARGETS)
+
+# Includes one extension.cmake in its own function scope (its variables do not
+# leak into the next one) and rejects changes to directory-level settings.
+function(_gufo_include_extension name)
+    set(GUFO_EXTENSION_NAME ${name})
+    set(GUFO_EXTENSION_DIR ${GUFO_EXT_${name}_DIR})
+    set(GUFO_EXTENSION_BINARY_DIR ${CMAKE_BINARY_DIR}/gufo_extensions/${name})
+    set(GUFO_EXTENSION_ORIGIN ${GUFO_EXT_${name}_ORIGIN})
+    file(MAKE_DIRECTORY ${GUFO_EXTENSION_BINARY_DIR})
+    foreach(property IN LISTS _GUFO_DIRECTORY_PROPERTIES)
+        get_directory_property(before_${property} ${property})
+    endforeach()
+
+    include(${GUFO_EXT_${name}_CMAKE})
+
+    set(where "extension '${name}' (${GUFO_EXT_${name}_SHOWN_CMAKE})")
+    get_directory_property(after BUILDSYSTEM_TARGETS)
+    if(before_BUILDSYSTEM_TARGETS)
+        list(REMOVE_ITEM after ${before_BUILDSYSTEM_TARGETS})
+    endif()
+    foreach(target IN LISTS after)
+        if(NOT GUFO_EXT_TARGET_${target}_EXTENSION STREQUAL name)
+            _gufo_fail("gufo: extension build file error:"
+                       "${where}: creates target '${target}', which its extension.json does not declare "
+                       "in \"targets\"")
+        endif()
+    endforeach()
+    foreach(property IN LISTS _GUFO_DIRECTORY_PROPERTIES)
+        if(NOT property STREQUAL "BUILDSYSTEM_TARGETS")
+            get_directory_property(after ${property})
+            if(NOT "${after}" STREQUAL "${before_${property}}")
+                _gufo_fail("gufo: extension build file error:"
+                           "${where}: changes the directory property ${property}, which would apply to "
+                           "every target after it: use target_* commands on the extension's own targets")
+            endif()
+        endif()
+    endforeach()
+endfunction()
+
+# Appends to `problems_var` what is wrong with extension `name`'s targets.
+# "Checked, not trusted": the properties are read back after extension.cmake
+# ran, so raw target_include_directories()/target_link_libraries() calls are
+# caught as well as helper arguments.
+function(_gufo_check_extension name problems_var)
+    set(problems ${${problems_var}})
+    set(where "extension '${name}' (${GUFO_EXT_${name}_SHOWN_CMAKE})")
+
+    set(allowed_targets ${GUFO_EXT_${name}_TARGETS})
+    foreach(dep IN LISTS GUFO_EXT_${name}_DEPENDS)
+        list(APPEND allowed_targets ${GUFO_EXT_${dep}_TARGETS})
+    endforeach()
+    set(allowed_links ${GUFO_RUNTIME_TARGET} ${GUFO_EXT_LINK_ALLOWLIST} ${allowed_targets})
+    set(allowlist_text ${GUFO_EXT_LINK_ALLOWLIST})
+    list(REMOVE_ITEM allowlist_text gufo_ext_runtime GufoExt::runtime)
+    list(JOIN allowlist_text ", " allowlist_text)
+    set(GUFO_EXTENSION_DIR ${GUFO_EXT_${name}_DIR})
+    set(GUFO_EXTENSION_BINARY_DIR ${CMAKE_BINARY_DIR}/gufo_extensions/${name})
+    string(CONFIGURE "${GUFO_EXT_INCLUDE_ROOTS_TEMPLATE}" include_roots)
+    set(source_roots ${GUFO_EXTENSION_DIR} ${GUFO_EXTENSION_BINARY_DIR})
+
+    set(link_items "")
+    foreach(target IN LISTS GUFO_EXT_${name}_TARGETS)
+        set(kind ${GUFO_EXT_TARGET_${target}_KIND})
+        if(NOT GUFO_EXT_TARGET_${target}_AVAILABLE)
+            if(TARGET ${target})
+                _gufo_problem(problems "${where}: creates target '${target}', which cannot be built here "
+                                       "(${GUFO_EXT_TARGET_${target}_REASON})")
+            endif()
+            continue()
+        endif()
+        if(NOT TARGET ${target})
+            _gufo_problem(problems "${where}: target '${target}' is declared in extension.json and can be built "
+                                   "here, but extension.cmake does not create it (use gufo_extension_${kind}())")
+            continue()
+        endif()
+        get_target_property(owner ${target} GUFO_EXTENSION)
+        if(NOT owner STREQUAL name)
+            _gufo_problem(problems "${where}: target '${target}' was not created with gufo_extension_${kind}(), "
+                                   "which applies the SDK's settings and checks")
+            continue()
+        endif()
+
+        set(include_dirs "")
+        foreach(property INCLUDE_DIRECTORIES INTERFACE_INCLUDE_DIRECTORIES INTERFACE_SYSTEM_INCLUDE_DIRECTORIES)
+            get_target_property(values ${target} ${property})
+            if(values)
+                list(APPEND include_dirs ${values})
+            endif()
+        endforeach()
+        foreach(property COMPILE_OPTIONS INTERFACE_COMPILE_OPTIONS)
+            get_target_property(values ${target} ${property})
+            if(NOT values)
+                continue()
+            endif()
+            foreach(value IN LISTS values)
+                if(value MATCHES "^(-I|-isystem|-iquote|-idirafter)(.+)$")
+                    list(APPEND include_dirs "${CMAKE_MATCH_2}")
+                endif()
+            endforeach()
+        endforeach()
+        foreach(dir IN LISTS include_dirs)
+            if(dir MATCHES "^\\$<INSTALL_INTERFACE:")
+                continue()  # not used by this build
+            endif()
+            string(REGEX REPLACE "^\\$<BUILD_INTERFACE:(.*)>$" "\\1" dir "${dir}")
+            if(dir MATCHES "\\$<")
+                _gufo_problem(problems "${where}: target '${target}' adds include directory '${dir}' through a "
+                                       "generator expression, which the SDK cannot check")
+                continue()
+            endif()
+            cmake_path(ABSOLUTE_PATH dir NORMALIZE)
+            set(inside FALSE)
+            foreach(root IN LISTS include_roots)
+                cmake_path(IS_PREFIX root "${dir}" NORMALIZE is_inside)
+                if(is_inside)
+                    set(inside TRUE)
+                    break()
+                endif()
+            endforeach()
+            if(NOT inside)
+                _gufo_problem(problems "${where}: target '${target}' adds include directory '${dir}', outside the "
+                                       "extension and the public include directory")
+            endif()
+        endforeach()
+
+        set(links "")
+        foreach(property LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)
+            get_target_property(values ${target} ${property})
+            if(values)
+                list(APPEND links ${values})
+            endif()
+        endforeach()
+        foreach(property LINK_OPTIONS INTERFACE_LINK_OPTIONS)
+            get_target_property(values ${target} ${property})
+            if(NOT values)
+                continue()
+            endif()
+            foreach(value IN LISTS values)
+                if(value MATCHES "^-l(.+)$")
+                    list(APPEND links "${CMAKE_MATCH_1}")
+                elseif(NOT value MATCHES "^[-$]")
+                    list(APPEND links "${value}")  # a library file passed as a link option
+                endif()
+            endforeach()
+        endforeach()
+        foreach(item IN LISTS links)
+            string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" item "${item}")
+            if(item MATCHES "\\$<")
+                _gufo_problem(problems "${where}: target '${target}' links '${item}' through a generator expression, "
+                                       "which the SDK cannot check")
+            elseif(NOT item IN_LIST allowed_links)
+                _gufo_problem(problems "${where}: target '${target}' links '${item}', which is not on the link "
+                                       "allowlist (sdk/allowlist.json): extensions may link ${GUFO_RUNTIME_TARGET}, "
+                                       "their own targets, targets of extensions they depend on, and: "
+                                       "${allowlist_text}")
+            elseif(NOT item IN_LIST allowed_targets AND NOT item STREQUAL GUFO_RUNTIME_TARGET)
+                list(APPEND link_items ${item})
+            endif()
+        endforeach()
+
+        get_target_property(sources ${target} SOURCES)
+        foreach(source IN LISTS sources)
+            if(source MATCHES "\\$<")
+                _gufo_problem(problems "${where}: target '${target}' adds source '${source}' through a generator "
+                                       "expression, which the SDK cannot check")
+                continue()
+            endif()
+            cmake_path(ABSOLUTE_PATH source NORMALIZE)
+            set(inside FALSE)
+            foreach(root IN LISTS source_roots)
+                cmake_path(IS_PREFIX root "${source}" NORMALIZE is_inside)
+                if(is_inside)
+                    set(inside TRUE)
+                    break()
+                endif()
+            endforeach()
+            if(NOT inside)
+                _gufo_problem(problems "${where}: target '${target}' compiles '${source}', outside the extension's "
+                                       "directory")
+            endif()
+        endforeach()
+    endforeach()
+    list(REMOVE_DUPLICATES link_items)
+    set_property(GLOBAL PROPERTY GUFO_EXTENSION_${name}_LINK_ITEMS ${link_items})
+    set(${problems_var} ${problems} PARENT_SCOPE)
+endfunction()
+
+# The symbol audit of one extension: a custom target, part of ALL and a
+# dependency of every executable with a registry and of the extension's own
+# executables and tests, that fails the build when a
+# library imports a symbol from outside the extension, the runtime's exports
+# and the allowlisted system libraries (gufo_sdk.py audit-symbols).
+function(_gufo_add_symbol_audit name)
+    get_property(built GLOBAL PROPERTY GUFO_EXTENSION_${name}_BUILT)
+    set(args --extension ${name} --runtime $<TARGET_FILE:${GUFO_RUNTIME_TARGET}> --cc ${CMAKE_C_COMPILER}
+             --nm ${CMAKE_NM} --allowlist ${GUFO_SDK_ALLOWLIST})
+    # An installed runtime (imported target) is a file to depend on; the in-tree one a target to build first.
+    get_target_property(runtime_imported ${GUFO_RUNTIME_TARGET} IMPORTED)
+    if(runtime_imported)
+        set(depends $<TARGET_FILE:${GUFO_RUNTIME_TARGET}> ${GUFO_SDK_TOOL} ${GUFO_SDK_ALLOWLIST})
+    else()
+        set(depends ${GUFO_RUNTIME_TARGET} ${GUFO_SDK_TOOL} ${GUFO_SDK_ALLOWLIST})
+    endif()
+    set(have_library FALSE)
+    foreach(target IN LISTS built)
+        if(GUFO_EXT_TARGET_${target}_KIND STREQUAL "library")
+            list(APPEND args --library ${target}=$<TARGET_FILE:${target}>)
+            list(APPEND depends ${target})
+            set(have_library TRUE)
+        endif()
+    endforeach()
+    if(NOT have_library)
+        return()
+    endif()
+    foreach(dep IN LISTS GUFO_EXT_${name}_DEPENDS)
+        get_property(dep_built GLOBAL PROPERTY GUFO_EXTENSION_${dep}_BUILT)
+        foreach(target IN LISTS dep_built)
+            if(GUFO_EXT_TARGET_${target}_KIND STREQUAL "library")
+                list(APPEND args --dependency-library $<TARGET_FILE:${target}>)
+                list(APPEND depends ${target})
+            endif()
+        endforeach()
+    endforeach()
+    get_property(link_items GLOBAL PROPERTY GUFO_EXTENSION_${name}_LINK_ITEMS)
+    foreach(item IN LISTS link_items)
+        list(APPEND args --link ${item})
+    endforeach()
+    get_property(languages GLOBAL PROPERTY GUFO_EXTENSION_${name}_GPU_LANGUAGES)
+    list(REMOVE_DUPLICATES languages)
+    foreach(language IN LISTS languages)
+        list(APPEND args --gpu-language ${language})
+    endforeach()
+    if(CUDAToolkit_LIBRARY_DIR)
+        list(APPEND args --lib-dir ${CUDAToolkit_LIBRARY_DIR} --lib-dir ${CUDAToolkit_LIBRARY_DIR}/stubs)
+    endif()
+    if(GUFO_HAVE_HIP AND CMAKE_HIP_COMPILER_ROCM_ROOT)
+        list(APPEND args --lib-dir ${CMAKE_HIP_COMPILER_ROCM_ROOT}/lib)
+    endif()
+    set(stamp ${CMAKE_BINARY_DIR}/gufo_generated/audit/${name}.stamp)
+    add_custom_command(OUTPUT ${stamp}
+        COMMAND ${GUFO_PYTHON} ${GUFO_SDK_TOOL} audit-symbols ${args} --stamp ${stamp}
+        DEPENDS ${depends}
+        COMMENT "gufo: auditing the symbols extension ${name} imports"
+        VERBATIM)
+    add_custom_target(gufo_audit_${name} ALL DEPENDS ${stamp})
+    set_property(GLOBAL APPEND PROPERTY GUFO_AUDIT_TARGETS gufo_audit_${name})
+    # The extension's own tools and tests link its libraries too: audit first,
+    # so a forbidden import is reported as such, not as a bare linker error.
+    foreach(target IN LISTS built)
+        if(NOT GUFO_EXT_TARGET_${target}_KIND STREQUAL "library")
+            add_dependencies(${target} gufo_audit_${name})
+        endif()
+    endforeach()
+endfunction()
+
+# ---- The registry ---------------------------------------------------------
+
+# Generates the registry C file of `executable` (every selected extension, in
+# registry order), adds it to the executable with the generated include
+# directory, links the libraries holding entries that were built, and makes
+# the executable depend on the symbol audits. Hosts then call
+# gufo_registry_populate() from <gufo_registry_populate.h>.
+function(gufo_add_registry executable)
+    get_property(processed GLOBAL PROPERTY GUFO_EXTENSIONS_PROCESSED)
+    if(NOT processed)
+        message(FATAL_ERROR "gufo_add_registry(${executable}) must come after gufo_extensions_process(), which "
+                            "defines the extension targets")
+    endif()
+    if(NOT TARGET ${executable})
+        message(FATAL_ERROR "gufo_add_registry(${executable}): no such target")
+    endif()
+    get_property(built GLOBAL PROPERTY GUFO_EXTENSION_LIBRARIES)
+    get_property(libraries GLOBAL PROPERTY GUFO_REGISTRY_LIBRARIES)
+    get_property(audits GLOBAL PROPERTY GUFO_AUDIT_TARGETS)
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/gufo_registry_${executable}.c)
+    set(args --data ${CMAKE_BINARY_DIR}/gufo_generated/extensions.json --out ${out} --executable ${executable})
+    foreach(target IN LISTS built)
+        list(APPEND args --built-target ${target})
+    endforeach()
+    execute_process(COMMAND ${GUFO_PYTHON} ${GUFO_SDK_TOOL} registry ${args}
+                    RESULT_VARIABLE result ERROR_VARIABLE error)
+    if(NOT result EQUAL 0)
+        _gufo_fail("gufo: cannot generate the registry of ${executable}:" "${error}")
+    endif()
+    target_sources(${executable} PRIVATE ${out})
+    target_include_directories(${executable} PRIVATE ${GUFO_GENERATED_INCLUDE_DIR})
+    target_link_libraries(${executable} PRIVATE ${libraries} ${GUFO_RUNTIME_TARGET})
+    if(audits)
+        add_dependencies(${executable} ${audits})
+    endif()
+endfunction()

@@ -1,0 +1,640 @@
+#!/usr/bin/env python3
+"""Tests of the extension SDK: one test per rule, each asserting the message a user sees.
+
+Rules enforced at configure time are tested through a real configure of a
+scratch source tree: the repository's CMakeLists.txt, include/, runtime/, sdk/,
+schema/ and changes/ copied under the test's work directory, plus a fixture
+extensions.lock and fixture extensions written by the test. So the message
+checked is the one `cmake` prints, not a unit's return value. The scratch
+trees are configured with BUILD_TESTING=OFF and CUDA/HIP off unless a test
+needs more, and only the tests about the symbol audit and the registry build.
+
+Run one test:   test_sdk.py NAME        (NAME as listed by --list)
+List them:      test_sdk.py --list      (tests/sdk/CMakeLists.txt registers each with CTest)
+
+Environment (set by CTest): GUFO_SOURCE_DIR, GUFO_SDK_TEST_WORK (scratch space),
+CMAKE_COMMAND, CMAKE_GENERATOR, CMAKE_C_COMPILER.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+from pathlib import Path
+
+SRC = Path(os.environ.get("GUFO_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+WORK = Path(os.environ.get("GUFO_SDK_TEST_WORK", "/tmp/gufo-sdk-tests"))
+CMAKE = os.environ.get("CMAKE_COMMAND", "cmake")
+GENERATOR = os.environ.get("CMAKE_GENERATOR", "Ninja")
+CC = os.environ.get("CMAKE_C_COMPILER", "")
+PYTHON = sys.executable
+TOOL = SRC / "sdk" / "tools" / "gufo_sdk.py"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BASE = ("CMakeLists.txt", "include", "runtime", "sdk", "schema", "changes")
+
+
+def run(cmd, cwd=None, env=None):
+    result = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    return result.returncode, result.stdout
+
+
+def tool(*args):
+    return run([PYTHON, TOOL] + list(args))
+
+
+def host_api_version():
+    rc, out = tool("api-version", "--changes", SRC / "changes")
+    assert rc == 0, out
+    return out.strip()
+
+
+def manifest(name, providers=None, options=None, api=">= 0.1.1", depends=None):
+    """A valid manifest: one library target holding the extension entry and its providers' entries."""
+    if providers is None:
+        providers = [{"id": f"{name.replace('_', '-')}-text", "capability": "text_generation",
+                      "keys": [f"gguf:{name}"]}]
+    for i, p in enumerate(providers):
+        p.setdefault("target", name)
+        p.setdefault("entry", f"{name}_provider{i}")
+    m = {"name": name, "version": "0.1.0", "description": f"fixture {name}", "api_version": api,
+         "entry": f"{name}_entry", "target": name, "providers": providers, "options": options or [],
+         "targets": [{"name": name, "kind": "library", "requires": []}]}
+    if depends:
+        m["depends"] = depends
+    return m
+
+
+def entry_source(m):
+    """C source defining a manifest's entries (providers decline with an error: nothing runs them here)."""
+    out = ["#include <gufo/ext/registry.h>", ""]
+    out += [f"gufo_status {m['entry']}(gufo_extension *ext, gufo_error *err);",
+            f"gufo_status {m['entry']}(gufo_extension *ext, gufo_error *err)",
+            "{", "    (void)ext;", "    (void)err;", "    return GUFO_OK;", "}"]
+    for p in m["providers"]:
+        out += [f"gufo_status {p['entry']}(gufo_extension *ext, gufo_provider *out, gufo_error *err);",
+                f"gufo_status {p['entry']}(gufo_extension *ext, gufo_provider *out, gufo_error *err)",
+                "{", "    (void)ext;", "    (void)out;",
+                f"    return gufo_error_set(err, GUFO_E_UNSUPPORTED, \"fixture provider {p['id']}\");", "}"]
+    return "\n".join(out) + "\n"
+
+
+def write_extension(directory, m, cmake=None, files=None):
+    """Writes extension.json, extension.cmake (default: one library from entry.c) and entry.c."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "extension.json").write_text(json.dumps(m, indent=2) + "\n")
+    if cmake is None:
+        cmake = f"gufo_extension_library({m['target']} SOURCES entry.c)\n"
+    (directory / "extension.cmake").write_text(cmake)
+    if isinstance(m.get("providers"), list) and "entry" in m:
+        (directory / "entry.c").write_text(entry_source(m))
+    for name, text in (files or {}).items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text)
+    return directory
+
+
+class Scratch:
+    """A copy of the SDK's part of the tree, with fixture extensions and lock, under WORK/<name>."""
+
+    def __init__(self, name, lock=()):
+        self.root = WORK / name
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        self.src = self.root / "src"
+        self.build_dir = self.root / "build"
+        self.src.mkdir(parents=True)
+        for item in BASE:
+            if (SRC / item).is_dir():
+                shutil.copytree(SRC / item, self.src / item, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(SRC / item, self.src / item)
+        self.lock(lock)
+
+    def lock(self, names):
+        (self.src / "extensions.lock").write_text(json.dumps({"schema": 1, "extensions": list(names)}) + "\n")
+
+    def add(self, where, m, cmake=None, files=None):
+        """Adds an extension under extensions/ (official when in the lock) or examples/ (community)."""
+        return write_extension(self.src / where / m["name"], m, cmake, files)
+
+    def configure(self, *definitions, env_dirs=None, testing=False):
+        env = {k: v for k, v in os.environ.items() if k != "GUFO_EXTENSION_DIRS"}
+        if env_dirs is not None:
+            env["GUFO_EXTENSION_DIRS"] = env_dirs
+        cmd = [CMAKE, "-S", self.src, "-B", self.build_dir, "-G", GENERATOR,
+               f"-DBUILD_TESTING={'ON' if testing else 'OFF'}", "-DGUFO_ENABLE_CUDA=OFF", "-DGUFO_ENABLE_HIP=OFF",
+               "-DGUFO_RUNTIME_CUDA=OFF", f"-DGUFO_PYTHON={PYTHON}"]
+        if CC:
+            cmd.append(f"-DCMAKE_C_COMPILER={CC}")
+        return run(cmd + list(definitions), env=env)
+
+    def build(self, *targets):
+        cmd = [CMAKE, "--build", self.build_dir]
+        for t in targets:
+            cmd += ["--target", t]
+        return run(cmd)
+
+
+class SdkTestCase(unittest.TestCase):
+    maxDiff = None
+
+    def assertConfigureFails(self, result, *messages):
+        rc, out = result
+        self.assertNotEqual(rc, 0, f"configure succeeded but should have failed:\n{out}")
+        for m in messages:
+            self.assertIn(m, out)
+
+    def assertOk(self, result):
+        rc, out = result
+        self.assertEqual(rc, 0, out)
+        return out
+
+
+class ManifestTests(SdkTestCase):
+    def test_manifest_bad_capability(self):
+        s = Scratch("manifest_bad_capability")
+        bad = manifest("bad", providers=[{"id": "bad-text", "capability": "text", "keys": ["gguf:bad"]}])
+        s.add("examples", bad)
+        s.add("examples", manifest("good"))
+        # Every discovered manifest is validated, also one that is not selected.
+        self.assertConfigureFails(
+            s.configure("-DGUFO_EXTENSIONS=good"),
+            "examples/bad/extension.json: providers[0].capability: 'text' is not one of ['text_generation', "
+            "'embeddings', 'speech_recognition', 'speech_synthesis', 'image_generation', 'video_generation', "
+            "'decisions']")
+
+    def test_manifest_missing_field(self):
+        s = Scratch("manifest_missing_field")
+        m = manifest("partial")
+        del m["entry"]
+        s.add("examples", m)
+        self.assertConfigureFails(s.configure(), "examples/partial/extension.json: 'entry' is a required property")
+
+    def test_manifest_bad_api_version(self):
+        s = Scratch("manifest_bad_api_version")
+        s.add("examples", manifest("vague", api="0.1"))
+        self.assertConfigureFails(
+            s.configure(), "examples/vague/extension.json: api_version: '0.1' does not match ^>= 0\\.[0-9]+\\.[0-9]+$ "
+                           "(for example '>= 0.1.1')")
+
+    def test_manifest_semantics(self):
+        """Rules the schema cannot express, through `gufo_sdk.py validate`."""
+        root = WORK / "manifest_semantics"
+        shutil.rmtree(root, ignore_errors=True)
+        m = manifest("sem", options=[
+            {"name": "seed", "type": "int", "commands": ["prompt"], "help": "reserved"},
+            {"name": "sem-level", "type": "int", "commands": ["prompt"], "help": "h", "default": 5, "values": [1, 2]},
+            {"name": "sem-scale", "type": "float", "commands": ["prompt"], "help": "h", "default": "big"},
+        ])
+        m["providers"][0]["target"] = "sem_gpu"
+        m["targets"].append({"name": "other_tool", "kind": "executable", "requires": []})
+        m["tests"] = [{"name": "sem-functional", "fragment": "functional/missing.json"}]
+        write_extension(root / "sem", m)
+        write_extension(root / "misnamed", manifest("correct"))
+        rc, out = tool("validate", root / "sem", root / "misnamed")
+        self.assertEqual(rc, 1, out)
+        for expected in [
+            "sem/extension.json: providers[0].target: 'sem_gpu' is not declared in targets",
+            "sem/extension.json: options[0].name: 'seed' is reserved by the host",
+            "sem/extension.json: options[1].default: 5 is not one of the option's values [1, 2]",
+            "sem/extension.json: options[2].default: \"big\" is not of the option's type 'float'",
+            "sem/extension.json: targets[1].name: 'other_tool' must be 'sem' or start with 'sem_'",
+            "sem/extension.json: tests[0].fragment: 'functional/missing.json' does not exist",
+            "misnamed/extension.json: name: 'correct' must equal the name of its directory 'misnamed'",
+        ]:
+            self.assertIn(expected, out)
+
+    def test_schemas_wellformed(self):
+        import jsonschema
+
+        for name in ("extension.schema.json", "extensions.lock.schema.json"):
+            schema = json.loads((SRC / "schema" / name).read_text())
+            jsonschema.Draft202012Validator.check_schema(schema)
+        lock_schema = json.loads((SRC / "schema" / "extensions.lock.schema.json").read_text())
+        jsonschema.Draft202012Validator(lock_schema).validate(json.loads((SRC / "extensions.lock").read_text()))
+
+
+class LockAndSelectionTests(SdkTestCase):
+    def test_lock_stale_name(self):
+        s = Scratch("lock_stale_name", lock=["ghost"])
+        self.assertConfigureFails(
+            s.configure(), "extensions.lock names 'ghost', but no extension directory named 'ghost' was found "
+                           "(searched: extensions/, examples/)")
+
+    def test_duplicate_extension_name(self):
+        s = Scratch("duplicate_extension_name")
+        s.add("examples", manifest("twin"))
+        outside = write_extension(s.root / "outside" / "twin", manifest("twin"))
+        # The out-of-tree copy comes in through the environment, as in the guide.
+        self.assertConfigureFails(
+            s.configure(env_dirs=str(outside)),
+            f"extension name 'twin' is used by two directories: examples/twin and {outside}: extension names "
+            "must be unique")
+
+    def test_missing_dependency(self):
+        s = Scratch("missing_dependency")
+        s.add("examples", manifest("needy", depends=["ghost"]))
+        self.assertConfigureFails(
+            s.configure(), "extension 'needy' (examples/needy/extension.json) depends on 'ghost', but no extension "
+                           "directory named 'ghost' was found (searched: extensions/, examples/)")
+
+
+class CollisionTests(SdkTestCase):
+    """A community extension against the official fixture 'offi' (named in the lock)."""
+
+    def scratch(self, name):
+        s = Scratch(name, lock=["offi"])
+        s.add("extensions", manifest("offi", options=[
+            {"name": "offi-mode", "type": "string", "commands": ["serve"], "help": "mode", "values": ["a", "b"]}]))
+        return s
+
+    def test_collision_key(self):
+        s = self.scratch("collision_key")
+        s.add("examples", manifest("comm", providers=[
+            {"id": "comm-text", "capability": "text_generation", "keys": ["gguf:comm", "gguf:offi"]}]))
+        self.assertConfigureFails(
+            s.configure(), "community extension 'comm' (examples/comm/extension.json) claims key 'gguf:offi', which "
+                           "official extension 'offi' (extensions/offi/extension.json) owns")
+
+    def test_collision_option(self):
+        s = self.scratch("collision_option")
+        s.add("examples", manifest("comm", options=[
+            {"name": "offi-mode", "type": "string", "commands": ["prompt"], "help": "mine now"}]))
+        self.assertConfigureFails(
+            s.configure(), "community extension 'comm' (examples/comm/extension.json) declares option '--offi-mode', "
+                           "which official extension 'offi' (extensions/offi/extension.json) owns")
+
+    def test_collision_provider_id(self):
+        s = self.scratch("collision_provider_id")
+        s.add("examples", manifest("comm", providers=[
+            {"id": "offi-text", "capability": "text_generation", "keys": ["gguf:comm"]}]))
+        self.assertConfigureFails(
+            s.configure(), "community extension 'comm' (examples/comm/extension.json) declares provider ID "
+                           "'offi-text', which official extension 'offi' (extensions/offi/extension.json) owns")
+
+    def test_community_duplicate_provider_id(self):
+        s = self.scratch("community_duplicate_provider_id")
+        for name in ("comm_a", "comm_b"):
+            # Shared keys are fine between community extensions; a shared provider ID is not.
+            s.add("examples", manifest(name, providers=[
+                {"id": "shared-text", "capability": "text_generation", "keys": ["gguf:shared"]}]))
+        rc, out = s.configure()
+        self.assertConfigureFails(
+            (rc, out), "extensions 'comm_a' (examples/comm_a/extension.json) and 'comm_b' "
+                       "(examples/comm_b/extension.json) both declare provider ID 'shared-text'")
+        self.assertNotIn("gguf:shared", out)
+
+
+class ApiRequirementTests(SdkTestCase):
+    def test_api_minor_mismatch(self):
+        s = Scratch("api_minor_mismatch")
+        s.add("examples", manifest("future", api=">= 0.2.0"))
+        self.assertConfigureFails(
+            s.configure(), f"extension 'future' (examples/future/extension.json) requires API >= 0.2.0 but this Gufo "
+                           f"provides {host_api_version()}: the minor version differs, so it was written for another "
+                           "API generation")
+
+    def test_api_revision_too_new(self):
+        host = host_api_version()
+        minor, revision = (int(x) for x in host.split(".")[1:])
+        wanted = f">= 0.{minor}.{revision + 1}"
+        s = Scratch("api_revision_too_new")
+        s.add("examples", manifest("eager", api=wanted))
+        self.assertConfigureFails(
+            s.configure(), f"extension 'eager' (examples/eager/extension.json) requires API {wanted} but this Gufo "
+                           f"provides {host}: rebuild against a newer Gufo")
+
+    def test_api_version(self):
+        """0.MINOR.REVISION from changes/; misnumbered or misnamed records are errors."""
+        root = WORK / "api_version"
+        shutil.rmtree(root, ignore_errors=True)
+
+        def changes(layout):
+            d = root / f"changes{len(list(root.glob('changes*'))) if root.exists() else 0}"
+            for path in layout:
+                (d / path).parent.mkdir(parents=True, exist_ok=True)
+                (d / path).write_text("# record\n")
+            return d
+
+        d = changes(["0.1/0001-a.md", "0.1/0002-b.md", "0.1/0003-c.md", "0.2/0001-new-generation.md", "README.md"])
+        self.assertEqual(tool("api-version", "--changes", d), (0, "0.2.1\n"))
+        d = changes(["0.1/0001-a.md", "0.1/0002-b.md"])
+        self.assertEqual(tool("api-version", "--changes", d), (0, "0.1.2\n"))
+        d = changes(["0.1/0001-a.md", "0.1/0003-c.md"])
+        rc, out = tool("api-version", "--changes", d)
+        self.assertEqual(rc, 1)
+        self.assertIn("records are numbered 0001, 0002, ... without gaps or repeats, but where 0002 should be "
+                      "there is 0003", out)
+        d = changes(["0.1/0001-a.md", "0.1/notes.txt"])
+        rc, out = tool("api-version", "--changes", d)
+        self.assertEqual(rc, 1)
+        self.assertIn("notes.txt: not a change record: records are files named NNNN-slug.md", out)
+        self.assertRegex(host_api_version(), r"^0\.[0-9]+\.[0-9]+$")
+
+    def test_python_without_jsonschema(self):
+        s = Scratch("python_without_jsonschema")
+        fake = s.root / "python3"
+        fake.write_text("#!/bin/sh\nexit 1\n")
+        fake.chmod(0o755)
+        self.assertConfigureFails(
+            s.configure(f"-DGUFO_PYTHON={fake}"),
+            "no Python 3 interpreter with the jsonschema module", f"tried: {fake}",
+            "install the package python3-jsonschema")
+
+
+class BuildRuleTests(SdkTestCase):
+    """What extension.cmake does is checked after it ran, not trusted."""
+
+    def test_forbidden_include(self):
+        s = Scratch("forbidden_include")
+        s.add("examples", manifest("peek"),
+              cmake="gufo_extension_library(peek SOURCES entry.c)\n"
+                    "target_include_directories(peek PRIVATE ${CMAKE_SOURCE_DIR}/host)\n")
+        self.assertConfigureFails(
+            s.configure(), f"extension 'peek' (examples/peek/extension.cmake): target 'peek' adds include directory "
+                           f"'{s.src}/host', outside the extension and the public include directory")
+
+    def test_forbidden_link(self):
+        s = Scratch("forbidden_link")
+        s.add("examples", manifest("grabby"),
+              cmake="gufo_extension_library(grabby SOURCES entry.c LINK gufo_host_core)\n")
+        self.assertConfigureFails(
+            s.configure(), "extension 'grabby' (examples/grabby/extension.cmake): target 'grabby' links "
+                           "'gufo_host_core', which is not on the link allowlist (sdk/allowlist.json): extensions may "
+                           "link gufo_ext_runtime, their own targets, targets of extensions they depend on, and: m, ")
+
+    def test_extension_cmake_rules(self):
+        s = Scratch("extension_cmake_rules")
+        s.add("examples", manifest("extra"),
+              cmake="gufo_extension_library(extra SOURCES entry.c)\nadd_library(extra_helper STATIC entry.c)\n")
+        self.assertConfigureFails(
+            s.configure(), "extension 'extra' (examples/extra/extension.cmake): creates target 'extra_helper', which "
+                           "its extension.json does not declare in \"targets\"")
+        s = Scratch("extension_cmake_rules")
+        s.add("examples", manifest("leaky"),
+              cmake="include_directories(/usr/include)\ngufo_extension_library(leaky SOURCES entry.c)\n")
+        self.assertConfigureFails(
+            s.configure(), "extension 'leaky' (examples/leaky/extension.cmake): changes the directory property "
+                           "INCLUDE_DIRECTORIES")
+        s = Scratch("extension_cmake_rules")
+        s.add("examples", manifest("lazy"), cmake="# creates nothing\n")
+        self.assertConfigureFails(
+            s.configure(), "extension 'lazy' (examples/lazy/extension.cmake): target 'lazy' is declared in "
+                           "extension.json and can be built here, but extension.cmake does not create it")
+
+    def test_forbidden_symbol(self):
+        s = Scratch("forbidden_symbol")
+        m = manifest("sneaky")
+        s.add("examples", m, cmake="gufo_extension_library(sneaky SOURCES entry.c sneak.c)\n", files={
+            "sneak.c": "/* Declares a runtime internal itself: the audit must catch the import. */\n"
+                       "void gufo__registry_internal(void);\n"
+                       "void sneaky_poke(void);\n"
+                       "void sneaky_poke(void)\n{\n    gufo__registry_internal();\n}\n"})
+        self.assertOk(s.configure())
+        rc, out = s.build("gufo_audit_sneaky")
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("extension 'sneaky': library 'sneaky' imports symbol 'gufo__registry_internal' which "
+                      "gufo_ext_runtime does not export: only the public API in include/gufo/ext may be used", out)
+
+
+class CheckerTests(SdkTestCase):
+    def test_boundaries(self):
+        root = WORK / "boundaries"
+        shutil.rmtree(root, ignore_errors=True)
+        files = {
+            "host/cli.c": "#include <stdio.h>\n" + "\n" * 10 + "#include \"../extensions/qwen/model.h\"\n",
+            "host/ok.c": "#include <gufo/ext/api.h>\n#include \"cli.h\"\n",
+            "extensions/qwen/model.h": "int qwen_model(void);\n",
+            "extensions/qwen/model.c": "#include \"model.h\"\n\n#include <host/server.h>\n",
+            "examples/toy/toy.c": "#include \"../../runtime/internal.h\"\n",
+            "runtime/internal.h": "\n",
+        }
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        rc, out = tool("check-boundaries", "--root", root)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("host/cli.c:12: host code includes extension code 'extensions/qwen/model.h' (host and "
+                      "extensions meet only through include/gufo/ext)", out)
+        self.assertIn("extensions/qwen/model.c:3: extension code includes host code 'host/server.h' (host and "
+                      "extensions meet only through include/gufo/ext)", out)
+        self.assertIn("examples/toy/toy.c:1: extension code includes runtime code 'runtime/internal.h'", out)
+        self.assertEqual(out.count("\n"), 3, out)  # ok.c and model.c's own header are fine
+        for name in ("host/cli.c", "extensions/qwen/model.c", "examples/toy/toy.c"):
+            (root / name).write_text("#include <gufo/ext/api.h>\n")
+        rc, out = tool("check-boundaries", "--root", root)
+        self.assertEqual(rc, 0, out)
+
+    def git_repo(self, name):
+        repo = WORK / name
+        shutil.rmtree(repo, ignore_errors=True)
+        repo.mkdir(parents=True)
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
+                   GIT_COMMITTER_EMAIL="t@example.org")
+
+        def git(*args):
+            rc, out = run(["git", "-C", repo] + list(args), env=env)
+            self.assertEqual(rc, 0, out)
+            return out.strip()
+
+        def commit(message, files=(), remove=()):
+            for path, text in dict(files).items():
+                (repo / path).parent.mkdir(parents=True, exist_ok=True)
+                (repo / path).write_text(text)
+            for path in remove:
+                (repo / path).unlink()
+            git("add", "-A")
+            git("commit", "-q", "-m", message)
+            return git("rev-parse", "--short=7", "HEAD")
+
+        git("init", "-q")
+        commit("Initial API", {"include/gufo/ext/a.h": "int a;\n", "changes/0.1/0001-initial-api.md": "# 1\n",
+                               "host/main.c": "int main(void) { return 0; }\n"})
+        return repo, commit
+
+    def test_api_records_missing(self):
+        repo, commit = self.git_repo("api_records_missing")
+        commit("Host only", {"host/main.c": "int main(void) { return 1; }\n"})
+        sha = commit("Change a.h", {"include/gufo/ext/a.h": "int a, b;\n"})
+        commit("Change a.h with a record", {"include/gufo/ext/a.h": "int a, b, c;\n",
+                                            "changes/0.1/0002-add-c.md": "# 2\n"})
+        rc, out = tool("check-api-records", "--repo", repo)
+        self.assertEqual(rc, 1, out)
+        self.assertEqual(out.strip(), f"commit {sha} 'Change a.h' changes the API surface (include/gufo/ext/a.h) "
+                                      "without adding a change record under changes/0.1/")
+        (repo / "schema").mkdir()
+        (repo / "schema" / "x.json").write_text("{}\n")
+        rc, out = tool("check-api-records", "--repo", repo, "--rev-range", f"{sha}..HEAD", "--worktree")
+        self.assertEqual(rc, 1, out)
+        self.assertEqual(out.strip(), "the work tree changes the API surface (schema/x.json) without adding a "
+                                      "change record under changes/0.1/")
+
+    def test_api_records_edited(self):
+        repo, commit = self.git_repo("api_records_edited")
+        sha = commit("Reword record", {"changes/0.1/0001-initial-api.md": "# 1, reworded\n"})
+        rc, out = tool("check-api-records", "--repo", repo)
+        self.assertEqual(rc, 1, out)
+        self.assertEqual(out.strip(), f"commit {sha} 'Reword record' edits change record "
+                                      "changes/0.1/0001-initial-api.md: records are never edited once committed")
+        sha = commit("Drop record", remove=["changes/0.1/0001-initial-api.md"])
+        rc, out = tool("check-api-records", "--repo", repo, "--rev-range", "HEAD~1..HEAD")
+        self.assertEqual(out.strip(), f"commit {sha} 'Drop record' deletes change record "
+                                      "changes/0.1/0001-initial-api.md: records are never edited once committed")
+
+
+class PositiveTests(SdkTestCase):
+    def test_configure_100_extensions(self):
+        """100 community extensions from outside the tree configure, in a few seconds."""
+        s = Scratch("configure_100_extensions", lock=["offi"])
+        s.add("extensions", manifest("offi"))
+        outside = s.root / "community"
+        names = [f"ext_{i:03d}" for i in range(100)]
+        for i, name in enumerate(names):
+            m = manifest(name, providers=[{"id": f"ext-{i:03d}-text", "capability": "text_generation",
+                                           "keys": [f"gguf:ext-{i:03d}", f"gguf:shared-{i // 2}"]}],
+                         options=[{"name": f"ext-{i:03d}-level", "type": "int", "commands": ["prompt", "serve"],
+                                   "help": "level", "default": 1, "values": [1, 2]}])
+            m["targets"].append({"name": f"{name}_gpu", "kind": "library", "requires": ["cuda"]})
+            write_extension(outside / name, m, cmake=f"gufo_extension_library({name} SOURCES entry.c)\n"
+                                                     f"gufo_extension_library({name}_gpu SOURCES entry.c)\n")
+        start = time.monotonic()
+        out = self.assertOk(s.configure(env_dirs=str(outside)))
+        fresh = time.monotonic() - start
+        start = time.monotonic()
+        self.assertOk(run([CMAKE, s.build_dir]))
+        again = time.monotonic() - start
+        lines = [line for line in out.splitlines() if re.match(r"-- gufo: extension [a-z0-9_]+ \S+ \((official|community), ", line)]
+        self.assertEqual(len(lines), 101, out)
+        self.assertTrue(lines[0].startswith("-- gufo: extension offi 0.1.0 (official, extensions/offi)"), lines[0])
+        self.assertEqual(lines[1], f"-- gufo: extension ext_000 0.1.0 (community, {outside}/ext_000): providers "
+                                   "ext-000-text")
+        self.assertIn("-- gufo: ext_099_gpu not built: requires cuda, but CUDA is disabled (GUFO_ENABLE_CUDA=OFF)",
+                      out)
+        headers = list((s.build_dir / "gufo_generated" / "include").glob("gufo_manifest_*.h"))
+        self.assertEqual(len(headers), 101)
+        print(f"configure with 100 community extensions: {fresh:.2f}s fresh (compiler detection included), "
+              f"{again:.2f}s re-run")
+        self.assertLess(again, 30, "re-configuring 100 extensions should take seconds")
+
+    def scratch_with_hello(self, name):
+        s = Scratch(name, lock=["offi"])
+        s.add("extensions", manifest("offi"))
+        shutil.copytree(FIXTURES / "hello", s.src / "examples" / "hello")
+        shutil.copytree(FIXTURES / "host", s.src / "host")
+        return s
+
+    def test_build_registry(self):
+        """A full build: libraries, the audit, a tool, a test and a host whose generated registry loads."""
+        s = self.scratch_with_hello("build_registry")
+        out = self.assertOk(s.configure(testing=True))
+        self.assertIn("-- gufo: hello_cuda not built: requires cuda, but CUDA is disabled (GUFO_ENABLE_CUDA=OFF)",
+                      out)
+        self.assertOk(s.build())
+        rc, out = run([s.build_dir / "host" / "fixture_host"])
+        self.assertEqual(rc, 0, out)
+        lines = out.splitlines()
+        self.assertEqual(lines[0], f"api {host_api_version()}")
+        self.assertTrue(lines[1].startswith("extension offi 0.1.0 origin=1 available=1"), out)
+        self.assertEqual(lines[2], "extension hello 1.2.3-rc.1 origin=2 available=1 reason=")
+        self.assertIn("provider hello-text of hello keys=2 speculative=1 available=1 reason=", lines)
+        self.assertIn("provider hello-gpu of hello keys=1 speculative=0 available=0 reason=requires cuda, but CUDA "
+                      "is disabled (GUFO_ENABLE_CUDA=OFF)", lines)
+        self.assertIn("option hello-greeting of hello type=0 commands=6 default=hi \"there\" values=0 "
+                      "help=What to say first: \"hi\" or \u00e9t\u00e9??/", lines)
+        self.assertIn("option hello-level of hello type=1 commands=1 default=2 values=3 help=How loud", lines)
+        rc, out = run([s.build_dir / "gufo_extensions" / "hello" / "hello_tool"])
+        self.assertEqual((rc, out), (0, "hello 1.2.3-rc.1 requires >= 0.1.1; cuda target built: 0; greeting "
+                                        "default: hi \"there\"\n"))
+        rc, out = run(["ctest", "--test-dir", s.build_dir, "-L", "extension:hello", "--output-on-failure"])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("hello.hello_tests", out)
+        # Generated files are rewritten only when they change: a re-configure rebuilds nothing.
+        self.assertOk(run([CMAKE, s.build_dir]))
+        out = self.assertOk(s.build())
+        if GENERATOR == "Ninja":
+            self.assertIn("no work to do", out)
+
+    def test_install_package(self):
+        """`cmake --install` gives a GufoExt package an out-of-tree project builds extensions with."""
+        s = Scratch("install_package")
+        self.assertOk(s.configure())
+        self.assertOk(s.build())
+        prefix = s.root / "prefix"
+        self.assertOk(run([CMAKE, "--install", s.build_dir, "--prefix", prefix]))
+        for path in ("include/gufo/ext/registry.h", "include/gufo/ext/version.h", "lib/cmake/GufoExt/GufoExtConfig.cmake",
+                     "share/gufo-ext/sdk/tools/gufo_sdk.py", "share/gufo-ext/sdk/allowlist.json",
+                     "share/gufo-ext/schema/extension.schema.json", "share/gufo-ext/changes/0.1"):
+            self.assertTrue((prefix / path).exists(), path)
+        pc = list(prefix.rglob("gufo-ext.pc"))
+        self.assertTrue(pc, "gufo-ext.pc not installed")
+        rc, out = run(["pkg-config", "--cflags", "--libs", "gufo-ext"], env=dict(os.environ, PKG_CONFIG_PATH=pc[0].parent))
+        if rc == 0:
+            self.assertIn("-lgufo_ext_runtime", out)
+
+        consumer = s.root / "consumer"
+        shutil.copytree(FIXTURES / "hello", consumer / "models" / "hello")
+        shutil.copy2(FIXTURES / "host" / "main.c", consumer / "main.c")
+        (consumer / "CMakeLists.txt").write_text(
+            "cmake_minimum_required(VERSION 3.25)\nproject(consumer C)\n"
+            f"find_package(GufoExt {host_api_version()} REQUIRED)\n"
+            "gufo_extensions_process(SEARCH_DIRS ${CMAKE_CURRENT_SOURCE_DIR}/models)\n"
+            "add_executable(consumer_host main.c)\n"
+            "target_link_libraries(consumer_host PRIVATE GufoExt::runtime)\n"
+            "gufo_add_registry(consumer_host)\n")
+        build = s.root / "consumer-build"
+        cmd = [CMAKE, "-S", consumer, "-B", build, "-G", GENERATOR, f"-DCMAKE_PREFIX_PATH={prefix}",
+               f"-DGUFO_PYTHON={PYTHON}"] + ([f"-DCMAKE_C_COMPILER={CC}"] if CC else [])
+        out = self.assertOk(run(cmd))
+        self.assertIn("-- gufo: extension hello 1.2.3-rc.1 (community, models/hello): providers hello-text, "
+                      "hello-gpu", out)
+        self.assertOk(run([CMAKE, "--build", build]))
+        rc, out = run([build / "consumer_host"])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("extension hello 1.2.3-rc.1 origin=2 available=1 reason=", out.splitlines())
+
+    def test_build_cuda(self):
+        """The CUDA path: the kernel compiles for GUFO_CUDA_ARCHITECTURES and the audit accepts its imports."""
+        if not shutil.which("nvcc") and not Path("/usr/local/cuda/bin/nvcc").exists():
+            print("SKIP: no CUDA compiler")
+            sys.exit(77)
+        s = self.scratch_with_hello("build_cuda")
+        self.assertOk(s.configure("-DGUFO_ENABLE_CUDA=ON"))
+        self.assertOk(s.build())
+        rc, out = run([s.build_dir / "host" / "fixture_host"])
+        self.assertEqual(rc, 0, out)
+        self.assertIn("provider hello-gpu of hello keys=1 speculative=0 available=1 reason=", out.splitlines())
+
+
+def all_tests():
+    tests = {}
+    for case in SdkTestCase.__subclasses__():
+        for attr in sorted(dir(case)):
+            if attr.startswith("test_"):
+                tests[attr[len("test_"):]] = (case, attr)
+    return tests
+
+
+def main():
+    tests = all_tests()
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(tests))
+        return 0
+    suite = unittest.TestSuite()
+    for name in sys.argv[1:] or tests:
+        if name not in tests:
+            print(f"no such test '{name}' (see --list)", file=sys.stderr)
+            return 2
+        case, attr = tests[name]
+        suite.addTest(case(attr))
+    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs everything Gufo needs to build and test on Debian 12, from Debian's
+# own archive (nothing else is downloaded). Run as root (or through sudo).
+set -euo pipefail
+packages=(
+    build-essential cmake ninja-build pkg-config git
+    libcjson-dev libmicrohttpd-dev libpcre2-dev
+    python3 python3-jsonschema python3-jinja2 cookiecutter
+    clang libclang-rt-14-dev   # libFuzzer and the sanitizer runtimes
+    binutils                   # nm, for the extension symbol audit
+)
+if [ "$(id -u)" -ne 0 ]; then
+    exec sudo "$0" "$@"
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${packages[@]}"
