@@ -392,6 +392,19 @@ function(gufo_extensions_process)
     set(GUFO_SELECTED_EXTENSIONS ${GUFO_EXT_SELECTED} PARENT_SCOPE)
 endfunction()
 
+# Builds the one extension in the calling directory on its own, against an
+# installed SDK: what an extension's own CMakeLists.txt calls after
+# find_package(GufoExt). The settings, checks, generated headers and tests are
+# those of a Gufo build that has this directory in GUFO_EXTENSION_DIRS (a
+# GUFO_EXTENSION_DIRS in the environment still takes precedence). A macro,
+# because enabling the GPU languages must happen at directory scope.
+macro(gufo_extension_standalone)
+    gufo_apply_project_sanitizers()
+    gufo_enable_gpu_languages()
+    set(GUFO_EXTENSION_DIRS "${CMAKE_CURRENT_SOURCE_DIR}")
+    gufo_extensions_process()
+endmacro()
+
 # Directory-level settings an extension.cmake could change for everyone after
 # it (include_directories(), add_compile_options(), link_libraries(), ...).
 set(_GUFO_DIRECTORY_PROPERTIES INCLUDE_DIRECTORIES COMPILE_OPTIONS COMPILE_DEFINITIONS LINK_OPTIONS
