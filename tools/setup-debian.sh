@@ -8,6 +8,7 @@ packages=(
     python3 python3-jsonschema python3-jinja2 cookiecutter
     clang libclang-rt-14-dev   # libFuzzer and the sanitizer runtimes
     binutils                   # nm, for the extension symbol audit
+    hipcc libamdhip64-dev rocm-device-libs   # compiles the HIP side of GPU kernels (not run)
 )
 if [ "$(id -u)" -ne 0 ]; then
     exec sudo "$0" "$@"

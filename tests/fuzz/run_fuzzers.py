@@ -42,7 +42,7 @@ def main() -> int:
                    "-rss_limit_mb=2048", "-print_final_stats=1", f"-artifact_prefix={artifacts}/"]
             result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             took = time.monotonic() - start
-            stats = [line for line in result.stdout.splitlines() if line.startswith("stat::number_of_executed_runs")]
+            stats = [line for line in result.stdout.splitlines() if line.startswith("stat::number_of_executed_units")]
             runs = stats[-1].split(":")[-1].strip() if stats else "?"
             if result.returncode != 0:
                 print(result.stdout[-6000:])

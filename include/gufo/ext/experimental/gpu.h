@@ -20,7 +20,15 @@
 #  define GUFO_GPU_HIP 1
 #  include <hip/hip_runtime.h>
 #  include <hip/hip_fp16.h>
-#  include <hip/hip_bf16.h>
+/* ROCm >= 5.7 has hip_bf16.h (__hip_bfloat16); older ROCm, such as Debian 12's
+ * 5.2, only hip_bfloat16.h (hip_bfloat16). */
+#  if __has_include(<hip/hip_bf16.h>)
+#    include <hip/hip_bf16.h>
+#    define GUFO_GPU_HIP_BF16_TYPE __hip_bfloat16
+#  else
+#    include <hip/hip_bfloat16.h>
+#    define GUFO_GPU_HIP_BF16_TYPE hip_bfloat16
+#  endif
 typedef hipStream_t gufo_gpu_stream;
 typedef hipError_t gufo_gpu_error;
 typedef hipGraph_t gufo_gpu_graph;
@@ -38,7 +46,7 @@ typedef hipGraphExec_t gufo_gpu_graph_exec;
 #  define GUFO_GPU_WARP_SIZE warpSize
 #  define gufo_gpu_shfl_xor(v, mask) __shfl_xor((v), (mask))
 typedef __half gufo_gpu_half;
-typedef __hip_bfloat16 gufo_gpu_bf16;
+typedef GUFO_GPU_HIP_BF16_TYPE gufo_gpu_bf16;
 #elif defined(__CUDACC__)
 #  define GUFO_GPU_CUDA 1
 #  include <cuda_runtime.h>
