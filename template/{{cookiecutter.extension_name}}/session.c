@@ -93,36 +93,12 @@ uint32_t {{ cookiecutter.extension_name }}_session_length(gufo_model *handle, co
     return session ? ((const {{ cookiecutter.extension_name }}_session *)(const void *)session)->length : 0;
 }
 
-/* Fills one step output from the logits after `last`: raw logits where the
- * host wants them, then the next token (the host's sampler, or argmax). */
+/* Hands the logits after `last` to the core: raw logits where it wants them,
+ * then the next token (its sampler, or argmax). */
 static gufo_status {{ cookiecutter.extension_name }}_produce({{ cookiecutter.extension_name }}_model *model, gufo_token last, const gufo_step_output *output,
                                        gufo_error *err)
 {
-    const float *logits = {{ cookiecutter.extension_name }}_model_logits(model, last);
-    if (output->out_logits) {
-        const size_t bytes = {{ cookiecutter.extension_name|upper }}_N_VOCAB * sizeof(float);
-        if (output->logits_kind == GUFO_MEMORY_HOST) {
-            memcpy(output->out_logits, logits, bytes);
-        } else {
-            gufo_status status = gufo_memory_copy(model->memory, output->out_logits, output->logits_kind, logits,
-                                                  GUFO_MEMORY_HOST, bytes, err);
-            if (status != GUFO_OK)
-                return gufo_error_prefix(err, status, "copying logits");
-        }
-    }
-    if (output->out_token) {
-        gufo_token next = 0;
-        if (output->sampler) {
-            gufo_status status = gufo_sampler_sample(output->sampler, logits, {{ cookiecutter.extension_name|upper }}_N_VOCAB, &next);
-            if (status != GUFO_OK)
-                return gufo_error_set(err, status, "sampling after token %d failed: %s", (int)last,
-                                      gufo_status_str(status));
-        } else {
-            next = gufo_argmax(logits, {{ cookiecutter.extension_name|upper }}_N_VOCAB);
-        }
-        *output->out_token = next;
-    }
-    return GUFO_OK;
+    return gufo_step_output_deliver(output, {{ cookiecutter.extension_name }}_model_logits(model, last), {{ cookiecutter.extension_name|upper }}_N_VOCAB, model->memory, err);
 }
 
 gufo_status {{ cookiecutter.extension_name }}_prefill(gufo_model *handle, gufo_text_session *session_handle, const gufo_token *tokens,

@@ -214,6 +214,20 @@ typedef struct gufo_step_output {
     gufo_memory_kind logits_kind;   /**< where out_logits lives */
 } gufo_step_output;
 
+/**
+ * Delivers one row of host-memory logits (n_vocab floats) to a step output,
+ * the way every provider that computes logits on the CPU must: copies them to
+ * `output->out_logits` (in `logits_kind` memory, through `memory` when that is
+ * the device), then sets `*output->out_token` with the output's sampler, or
+ * by argmax when it has none. Does not call gufo_sampler_accept(). `memory`
+ * may be NULL when the logits are wanted in host memory. Errors:
+ * GUFO_E_INVALID_ARGUMENT, and what gufo_memory_copy() or
+ * gufo_sampler_sample() return (the detail says which).
+ * @since 0.1.4
+ */
+GUFO_EXT_API gufo_status gufo_step_output_deliver(const gufo_step_output *output, const float *logits, int32_t n_vocab,
+                                                  gufo_memory *memory, gufo_error *err);
+
 /** One session's part of a decode step. @since 0.1.1 */
 typedef struct gufo_decode_item {
     gufo_text_session *session;

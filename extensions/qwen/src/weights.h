@@ -1,0 +1,54 @@
+/* weights.h — the Qwen3 tensors of a mapped GGUF, ready for the forward pass.
+ *
+ * Matrices stay where they are: in the read-only mapping, in their GGUF block
+ * format (F32/F16/BF16/Q4_0/Q8_0/Q4_K/Q5_K/Q6_K); the matrix products decode
+ * them row by row. The mapping is counted against the host's budget under
+ * "weights" with gufo_memory_charge() (it is memory the model keeps resident
+ * even though the pool did not allocate it). The small vectors — RMSNorm
+ * weights — are converted to F32 copies in one pool allocation.
+ */
+#ifndef QWEN_WEIGHTS_H
+#define QWEN_WEIGHTS_H
+
+#include <gufo/ext/api.h>
+
+#include "hparams.h"
+
+/** A weight matrix of `rows` rows of `cols` elements (y = W x has `rows` outputs). */
+typedef struct qwen_matrix {
+    gufo_tensor_type type;
+    const void *data;      /* inside the mapping */
+    uint64_t cols, rows;
+    uint64_t row_bytes;
+} qwen_matrix;
+
+typedef struct qwen_layer {
+    const float *attn_norm;   /* [n_embd] */
+    const float *q_norm;      /* [head_dim_k], shared by every query head */
+    const float *k_norm;      /* [head_dim_k] */
+    const float *ffn_norm;    /* [n_embd] */
+    qwen_matrix wq, wk, wv, wo;
+    qwen_matrix gate, up, down;
+} qwen_layer;
+
+typedef struct qwen_weights {
+    qwen_matrix token_embd;   /* rows = n_vocab, cols = n_embd */
+    qwen_matrix output;       /* token_embd when the file ties them */
+    const float *output_norm; /* [n_embd] */
+    qwen_layer *layers;       /* n_layer, from the pool */
+    float *vectors;           /* the one pool allocation every norm points into */
+    uint64_t charged;         /* bytes of mapping charged under "weights" */
+} qwen_weights;
+
+/**
+ * Resolves every tensor of `gguf` (opened with GUFO_GGUF_OPEN_MAP and already
+ * accepted by qwen_hparams_inspect) into `w`. On failure nothing stays
+ * allocated or charged and `err` names the tensor or the budget.
+ */
+gufo_status qwen_weights_load(const gufo_gguf *gguf, const qwen_hparams *hp, gufo_memory *memory, qwen_weights *w,
+                              gufo_error *err);
+
+/** Returns what qwen_weights_load took; `w` may be zeroed or loaded. */
+void qwen_weights_free(gufo_memory *memory, qwen_weights *w);
+
+#endif /* QWEN_WEIGHTS_H */
