@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end, on models the project makes itself (nothing is
-# downloaded): build Gufo with the in-tree example extension, show what was
-# compiled in, ask the example's language classifier, then render the
+# downloaded): build Gufo with its extensions, show what was compiled in, run
+# the official qwen extension on a tiny Qwen3 checked against transformers,
+# ask the example's language classifier, then render the
 # extension template, build it into Gufo from outside the tree with
 # GUFO_EXTENSION_DIRS and stream a completion from its tiny bigram model.
 set -euo pipefail
@@ -23,6 +24,10 @@ build/host/gufo diagnose --section extensions
 step "gufo prompt decisions: which language is this?"
 langid_model=$(find build -name langid.gguf -print -quit)
 build/host/gufo prompt decisions --model "$langid_model" "Dov'è la stazione dei treni?"
+
+step "gufo prompt --chat: the official qwen extension on a tiny Qwen3 (random weights, checked against transformers)"
+echo "(random weights, so the text is noise; tests/golden/qwen holds what the numbers are checked against)"
+build/host/gufo prompt --chat --model tests/golden/qwen/tiny-untied.gguf --temperature 0 -n 16 "Hello, who are you?"
 
 step "Rendering the extension template into build/quickstart/ (cookiecutter)"
 rm -rf build/quickstart

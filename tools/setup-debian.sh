@@ -24,7 +24,7 @@ if ! command -v npm >/dev/null; then
 fi
 # The reference packages, pinned by each package-lock.json (npm registry).
 cd "$(dirname "$0")/.."
-for lock in extensions/*/tests/reference/package-lock.json; do
+for lock in extensions/*/tests/reference/package-lock.json tests/*/client/package-lock.json; do
     [ -e "$lock" ] || continue
     npm ci --silent --no-audit --no-fund --prefix "$(dirname "$lock")"
 done
