@@ -172,7 +172,7 @@ static void put_assistant(chat_writer *w, const gufo_chat *chat, size_t i, size_
 {
     const gufo_chat_message *m = &chat->messages[i];
     text_view content = view_of(m->content), reasoning = {"", 0};
-    size_t first, last;
+    size_t first = 0, last = 0; /* set by view_contains() when it finds the marker */
     if (m->reasoning) {
         reasoning = view_of(m->reasoning);
     } else if (view_contains(content, "</think>", &first, &last)) {
