@@ -20,6 +20,7 @@
 #include <gufo/ext/sampling.h>
 
 #include "command.h"
+#include "command_driver.h"
 #include "decisions_loop.h"
 #include "embeddings_loop.h"
 #include "interrupt.h"
@@ -153,55 +154,12 @@ static char *join_words(char *const *words, int n)
 
 /* ---- command drivers ---------------------------------------------------- */
 
-static void driver_write(void *userdata, const char *text, size_t len)
-{
-    FILE *out = userdata;
-    fwrite(text, 1, len, out);
-    fflush(out);
-}
-
-static bool driver_read_line(void *userdata, char *buf, size_t cap)
-{
-    (void)userdata;
-    if (cap == 0 || !fgets(buf, (int)(cap > INT32_MAX ? INT32_MAX : cap), stdin))
-        return false;
-    buf[strcspn(buf, "\n")] = '\0';
-    return true;
-}
-
 static const gufo_command_drivers *prompt_driver(const gufo_provider *p)
 {
     const gufo_command_drivers *d = p->drivers;
     if (!d || d->struct_size < offsetof(gufo_command_drivers, prompt) + sizeof d->prompt || !d->prompt)
         return NULL;
     return d;
-}
-
-static int run_driver(const host_model *m, const gufo_command_drivers *drivers, const cli_args *args,
-                      char **texts, int n_texts, const gufo_cancel *cancel)
-{
-    gufo_command_io io = {
-        .struct_size = sizeof io,
-        .write_out = driver_write,
-        .read_line = driver_read_line,
-        .userdata = stdout,
-        .cancel = cancel,
-        .options = args->all,
-        .argc = n_texts,
-        .argv = texts,
-    };
-    gufo_error err = {0};
-    gufo_status st = drivers->prompt(m->model, &io, &err);
-    fflush(stdout);
-    if (st == GUFO_E_CANCELLED) {
-        host_error("interrupted");
-        return HOST_EXIT_INTERRUPTED;
-    }
-    if (st != GUFO_OK) {
-        host_error("%s: prompt failed: %s", m->provider.decl->id, err.message[0] ? err.message : gufo_status_str(st));
-        return HOST_EXIT_FAILURE;
-    }
-    return HOST_EXIT_OK;
 }
 
 /* ---- the command -------------------------------------------------------- */
@@ -331,7 +289,8 @@ static int run_prompt(const host_context *ctx, const cli_args *args)
     if (rc == HOST_EXIT_INTERRUPTED)
         host_error("interrupted while loading");
     if (rc == HOST_EXIT_OK)
-        rc = drivers ? run_driver(&m, drivers, args, plan.texts, plan.n_texts, cancel)
+        rc = drivers ? host_run_command_driver(drivers->prompt, m.model, m.provider.decl->id, "prompt", cancel,
+                                                args->all, plan.n_texts, plan.texts)
                      : run_generic(&m, args, &plan, cancel);
     if (plan.verbose)
         host_model_print_memory(&m);
