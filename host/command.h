@@ -28,6 +28,7 @@ typedef struct host_command {
 } host_command;
 
 extern const host_command host_cmd_prompt;
+extern const host_command host_cmd_serve;
 extern const host_command host_cmd_chat;
 extern const host_command host_cmd_bench;
 extern const host_command host_cmd_diagnose;

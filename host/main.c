@@ -17,6 +17,7 @@
 /* Listed in `gufo help` in this order. A new command module adds one line. */
 static const host_command *const commands[] = {
     &host_cmd_prompt,
+    &host_cmd_serve,
     &host_cmd_chat,
     &host_cmd_bench,
     &host_cmd_diagnose,

@@ -1,0 +1,413 @@
+/* host/server_http.c — see server_http.h. */
+#include "server_http.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "report.h"
+
+struct srv_http {
+    srv_http_config config;
+    struct MHD_Daemon *daemon;
+    uint16_t port;
+};
+
+/* Per request: lives from the first access-handler call to the completed callback. */
+struct srv_http_request {
+    srv_http *http;
+    struct MHD_Connection *connection;
+    const srv_http_route *route;
+    char *body;
+    size_t body_len, body_cap;
+    bool oversize;
+    bool answered;
+};
+
+/* A streamed body: MHD pulls from it; `pending` holds what `fill` produced but MHD has not taken yet. */
+typedef struct http_stream {
+    srv_stream_fill fill;
+    void (*done)(void *userdata);
+    void *userdata;
+    gufo_text_buffer *pending;
+    size_t offset;
+    bool finished;
+} http_stream;
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static const char *default_error_type(unsigned status)
+{
+    switch (status) {
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 413: return "invalid_request_error";
+    case 429: return "rate_limit_error";
+    default: return status >= 500 ? "server_error" : "invalid_request_error";
+    }
+}
+
+cJSON *srv_http_error_json(unsigned status, const char *code, const char *param, const char *message)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *error = cJSON_AddObjectToObject(root, "error");
+    if (!error) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    cJSON_AddStringToObject(error, "message", message);
+    cJSON_AddStringToObject(error, "type", default_error_type(status));
+    if (param)
+        cJSON_AddStringToObject(error, "param", param);
+    else
+        cJSON_AddNullToObject(error, "param");
+    if (code)
+        cJSON_AddStringToObject(error, "code", code);
+    else
+        cJSON_AddNullToObject(error, "code");
+    return root;
+}
+
+static void queue_text(srv_http_request *req, unsigned status, const char *content_type, char *text, size_t len)
+{
+    /* MHD frees `text` with free() once sent (MHD_RESPMEM_MUST_FREE). */
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return;
+    }
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    if (status == 401)
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    MHD_queue_response(req->connection, status, resp);
+    MHD_destroy_response(resp);
+    req->answered = true;
+}
+
+void srv_http_respond_json(srv_http_request *req, unsigned status, cJSON *body)
+{
+    char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+    cJSON_Delete(body);
+    if (!text) {
+        /* Out of memory building the answer: a fixed body still tells the client. */
+        static const char fallback[] =
+            "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+        text = malloc(sizeof fallback);
+        if (!text)
+            return;
+        memcpy(text, fallback, sizeof fallback);
+        status = 503;
+    }
+    queue_text(req, status, "application/json", text, strlen(text));
+}
+
+void srv_http_respond_error(srv_http_request *req, unsigned status, const char *code, const char *param,
+                            const char *fmt, ...)
+{
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    srv_http_respond_json(req, status, srv_http_error_json(status, code, param, message));
+}
+
+const char *srv_http_body(const srv_http_request *req, size_t *len)
+{
+    *len = req->body_len;
+    return req->body ? req->body : "";
+}
+
+int srv_http_fd(const srv_http_request *req)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}
+
+bool srv_http_fd_gone(int fd)
+{
+    if (fd < 0)
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0)
+        return false;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+        return true;
+    if (!(p.revents & POLLIN))
+        return false;
+    /* Readable: either the peer closed (a peek reads 0 bytes) or a keep-alive
+     * client already sent its next request, which is not a hang-up. poll()
+     * said it is readable, so this peek does not block. */
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK);
+    return n == 0;
+}
+
+bool srv_http_client_gone(const srv_http_request *req)
+{
+    return srv_http_fd_gone(srv_http_fd(req));
+}
+
+/* ---- streaming ------------------------------------------------------------ */
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    http_stream *st = cls;
+    size_t len = 0;
+    const char *data = gufo_text_buffer_data(st->pending, &len);
+    while (st->offset >= len) {
+        if (st->finished)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        gufo_text_buffer_clear(st->pending);
+        st->offset = 0;
+        int rc = st->fill(st->userdata, st->pending);
+        if (rc < 0)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (rc == 0)
+            st->finished = true;
+        data = gufo_text_buffer_data(st->pending, &len);
+    }
+    size_t n = len - st->offset < max ? len - st->offset : max;
+    memcpy(buf, data + st->offset, n);
+    st->offset += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    http_stream *st = cls;
+    st->done(st->userdata);
+    gufo_text_buffer_destroy(st->pending);
+    free(st);
+}
+
+void srv_http_respond_stream(srv_http_request *req, srv_stream_fill fill, void (*done)(void *userdata),
+                             void *userdata)
+{
+    http_stream *st = calloc(1, sizeof *st);
+    if (!st || gufo_text_buffer_create(0, &st->pending) != GUFO_OK) {
+        free(st);
+        done(userdata);
+        srv_http_respond_error(req, 503, NULL, NULL, "out of memory");
+        return;
+    }
+    st->fill = fill;
+    st->done = done;
+    st->userdata = userdata;
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_free);
+    if (!resp) {
+        stream_free(st);
+        srv_http_respond_error(req, 503, NULL, NULL, "out of memory");
+        return;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    /* From here on `done` runs when MHD destroys the response (stream_free). */
+    MHD_queue_response(req->connection, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    req->answered = true;
+}
+
+/* ---- authentication ------------------------------------------------------- */
+
+/*
+ * Compares in time that depends only on the lengths, never on where the first
+ * difference is, so response timing does not leak the key byte by byte.
+ */
+static bool constant_time_equal(const char *given, size_t given_len, const char *key, size_t key_len)
+{
+    volatile unsigned char diff = (unsigned char)(given_len != key_len);
+    for (size_t i = 0; i < given_len; i++)
+        diff |= (unsigned char)((unsigned char)given[i] ^ (unsigned char)key[key_len ? i % key_len : 0]);
+    return diff == 0 && key_len > 0;
+}
+
+static bool authorized(srv_http_request *req)
+{
+    const char *key = req->http->config.api_key;
+    if (!key || !req->route || !req->route->needs_auth)
+        return true;
+    const char *header = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    static const char prefix[] = "Bearer ";
+    if (!header || strncmp(header, prefix, sizeof prefix - 1) != 0)
+        return false;
+    const char *token = header + sizeof prefix - 1;
+    return constant_time_equal(token, strlen(token), key, strlen(key));
+}
+
+/* ---- the access handler --------------------------------------------------- */
+
+static const srv_http_route *find_route(const srv_http *http, const char *method, const char *url, bool *path_known)
+{
+    *path_known = false;
+    for (size_t i = 0; i < http->config.n_routes; i++) {
+        const srv_http_route *r = &http->config.routes[i];
+        if (strcmp(r->path, url) != 0)
+            continue;
+        *path_known = true;
+        if (strcmp(r->method, method) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+static bool body_append(srv_http_request *req, const char *data, size_t len)
+{
+    if (req->oversize || req->body_len + len > req->http->config.max_body) {
+        /* Keep reading (and dropping) so the client gets a clean 413 rather than a reset. */
+        req->oversize = true;
+        return true;
+    }
+    if (req->body_len + len + 1 > req->body_cap) {
+        size_t cap = req->body_cap ? req->body_cap : 4096;
+        while (cap < req->body_len + len + 1)
+            cap *= 2;
+        char *grown = realloc(req->body, cap);
+        if (!grown)
+            return false;
+        req->body = grown;
+        req->body_cap = cap;
+    }
+    memcpy(req->body + req->body_len, data, len);
+    req->body_len += len;
+    req->body[req->body_len] = '\0';
+    return true;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                                 const char *version, const char *upload_data, size_t *upload_data_size,
+                                 void **con_cls)
+{
+    (void)version;
+    srv_http *http = cls;
+    srv_http_request *req = *con_cls;
+    if (!req) {
+        req = calloc(1, sizeof *req);
+        if (!req)
+            return MHD_NO;
+        req->http = http;
+        req->connection = connection;
+        *con_cls = req;
+        bool path_known = false;
+        req->route = find_route(http, method, url, &path_known);
+        /* Answer what needs no body at once: MHD then skips the upload. */
+        if (!req->route) {
+            if (path_known)
+                srv_http_respond_error(req, 405, "method_not_allowed", NULL, "%s is not allowed on %s", method, url);
+            else
+                srv_http_respond_error(req, 404, "unknown_url", NULL, "Unknown request URL: %s %s", method, url);
+            return MHD_YES;
+        }
+        if (!authorized(req)) {
+            srv_http_respond_error(req, 401, "invalid_api_key", NULL,
+                                   "Incorrect or missing API key: send 'Authorization: Bearer KEY'.");
+            return MHD_YES;
+        }
+        const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length && strtoull(length, NULL, 10) > http->config.max_body) {
+            srv_http_respond_error(req, 413, "request_too_large", NULL,
+                                   "The request body of %s bytes is over the limit of %zu bytes.", length,
+                                   http->config.max_body);
+            return MHD_YES;
+        }
+        return MHD_YES;
+    }
+    if (req->answered) {
+        *upload_data_size = 0; /* answered early: drop whatever body still arrives */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (!body_append(req, upload_data, *upload_data_size))
+            return MHD_NO;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->oversize) {
+        srv_http_respond_error(req, 413, "request_too_large", NULL, "The request body is over the limit of %zu bytes.",
+                               http->config.max_body);
+        return MHD_YES;
+    }
+    req->route->handler(http->config.app, req);
+    if (!req->answered)
+        srv_http_respond_error(req, 500, NULL, NULL, "the handler for %s gave no answer", url);
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)connection;
+    (void)toe;
+    srv_http_request *req = *con_cls;
+    if (!req)
+        return;
+    free(req->body);
+    free(req);
+    *con_cls = NULL;
+}
+
+/* ---- the daemon ----------------------------------------------------------- */
+
+int srv_http_start(const srv_http_config *config, srv_http **out)
+{
+    *out = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *addrs = NULL;
+    char port[8];
+    snprintf(port, sizeof port, "%u", (unsigned)config->port);
+    int gai = getaddrinfo(config->host, port, &hints, &addrs);
+    if (gai != 0 || !addrs) {
+        host_error("cannot resolve --host %s: %s", config->host, gai_strerror(gai));
+        return HOST_EXIT_USAGE;
+    }
+    srv_http *http = calloc(1, sizeof *http);
+    if (!http) {
+        freeaddrinfo(addrs);
+        host_error("out of memory");
+        return HOST_EXIT_FAILURE;
+    }
+    http->config = *config;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (addrs->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    http->daemon = MHD_start_daemon(flags, config->port, NULL, NULL, on_access, http,
+                                    MHD_OPTION_SOCK_ADDR, addrs->ai_addr,
+                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
+                                    MHD_OPTION_CONNECTION_LIMIT, config->max_connections,
+                                    MHD_OPTION_END);
+    freeaddrinfo(addrs);
+    if (!http->daemon) {
+        host_error("cannot listen on %s:%u (is the port in use, or the address not on this machine?)", config->host,
+                   (unsigned)config->port);
+        free(http);
+        return HOST_EXIT_FAILURE;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(http->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    http->port = info ? info->port : config->port;
+    *out = http;
+    return HOST_EXIT_OK;
+}
+
+uint16_t srv_http_port(const srv_http *http)
+{
+    return http->port;
+}
+
+void srv_http_stop(srv_http *http)
+{
+    if (!http)
+        return;
+    MHD_stop_daemon(http->daemon);
+    free(http);
+}

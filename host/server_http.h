@@ -1,0 +1,101 @@
+/* host/server_http.h — the HTTP layer of `gufo serve`, on libmicrohttpd.
+ *
+ * One thread per connection (libmicrohttpd's THREAD_PER_CONNECTION mode), so
+ * a handler may block while the scheduler works for it: a non-streaming
+ * request waits for its whole answer, a streaming one waits inside the
+ * content callback for each next piece. While waiting, both poll the socket
+ * for a hang-up, so a client that goes away cancels its job within one wait
+ * slice (about 50 ms), not when the model finally writes to a dead socket.
+ *
+ * This layer owns: binding, the bearer API key (constant-time compare), the
+ * request body limit (413), routing by method and path, and the OpenAI error
+ * shape. The OpenAI semantics live in server_openai.c.
+ */
+#ifndef GUFO_HOST_SERVER_HTTP_H
+#define GUFO_HOST_SERVER_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include <gufo/ext/common.h>
+#include <gufo/ext/text_generation.h>
+
+typedef struct srv_http srv_http;
+typedef struct srv_http_request srv_http_request;
+
+/** A route handler. It must answer with exactly one srv_http_respond_* call. */
+typedef void (*srv_http_handler)(void *app, srv_http_request *req);
+
+/** One route: exact path, method. */
+typedef struct srv_http_route {
+    const char *method;       /* "GET", "POST" */
+    const char *path;         /* "/v1/chat/completions" */
+    bool needs_auth;          /* checked against the API key when one is set */
+    srv_http_handler handler;
+} srv_http_route;
+
+typedef struct srv_http_config {
+    const char *host;         /* IPv4 or IPv6 literal, or "localhost" */
+    uint16_t port;            /* 0 = any free port (the chosen one is reported) */
+    const char *api_key;      /* NULL = no authentication */
+    size_t max_body;          /* request bodies beyond this get 413 */
+    unsigned max_connections;
+    const srv_http_route *routes;
+    size_t n_routes;
+    void *app;                /* passed to every handler */
+} srv_http_config;
+
+/** Binds and starts serving. Prints errors itself; returns HOST_EXIT_*. */
+int srv_http_start(const srv_http_config *config, srv_http **out);
+
+/** The port actually bound. */
+uint16_t srv_http_port(const srv_http *http);
+
+/** Stops accepting, closes every connection and joins their threads. NULL is a no-op. */
+void srv_http_stop(srv_http *http);
+
+/** The request body (NUL-terminated; may contain other NULs). */
+const char *srv_http_body(const srv_http_request *req, size_t *len);
+
+/** True once the client hung up (non-blocking check of the socket). */
+bool srv_http_client_gone(const srv_http_request *req);
+
+/** Answers with a JSON document; takes ownership of `body`. */
+void srv_http_respond_json(srv_http_request *req, unsigned status, cJSON *body);
+
+/**
+ * Answers with an OpenAI-style error object:
+ *   {"error": {"message": ..., "type": ..., "param": ..., "code": ...}}
+ * `type` defaults from the status ("invalid_request_error" for 4xx,
+ * "server_error" for 5xx); `param` and `code` may be NULL.
+ */
+void srv_http_respond_error(srv_http_request *req, unsigned status, const char *code, const char *param,
+                            const char *fmt, ...) GUFO_EXT_PRINTF(5, 6);
+
+/** Builds the error object itself (for errors inside an SSE stream). */
+cJSON *srv_http_error_json(unsigned status, const char *code, const char *param, const char *message);
+
+/**
+ * Fills the next part of a streamed body. Blocks until it has something;
+ * appends to `out` (already empty) and returns 1 while more may follow, 0 at
+ * the end (after appending the last part), -1 to abort the connection.
+ */
+typedef int (*srv_stream_fill)(void *userdata, gufo_text_buffer *out);
+
+/**
+ * Answers 200 with a text/event-stream body produced by `fill`. `done` is
+ * called exactly once when the stream ends for any reason (finished, client
+ * gone, server stopping), and then `userdata` is never used again.
+ */
+void srv_http_respond_stream(srv_http_request *req, srv_stream_fill fill, void (*done)(void *userdata),
+                             void *userdata);
+
+/** The client's socket, for srv_http_fd_gone() in stream callbacks. */
+int srv_http_fd(const srv_http_request *req);
+
+/** True once the peer of `fd` hung up. */
+bool srv_http_fd_gone(int fd);
+
+#endif /* GUFO_HOST_SERVER_HTTP_H */

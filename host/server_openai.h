@@ -1,0 +1,42 @@
+/* host/server_openai.h — OpenAI-compatible endpoints of `gufo serve`.
+ *
+ * Maps OpenAI JSON to the extension API and back:
+ *   messages, tools        -> gufo_chat, rendered by the model's render_chat
+ *   sampling fields        -> gufo_sampling_params
+ *   generated text         -> the model's tool parser -> content, reasoning_content, tool_calls
+ * and answers every problem with an OpenAI error object and the right status.
+ *
+ * Handlers run on HTTP connection threads. They only use the thread-safe text
+ * slots of the provider (render_chat, tokenize, tool parsers); every step runs
+ * on the scheduler thread (server_sched.h).
+ */
+#ifndef GUFO_HOST_SERVER_OPENAI_H
+#define GUFO_HOST_SERVER_OPENAI_H
+
+#include <stdatomic.h>
+#include <time.h>
+
+#include <gufo/ext/provider.h>
+#include <gufo/ext/sampling.h>
+#include <gufo/ext/text_generation.h>
+
+#include "server_http.h"
+#include "server_sched.h"
+
+/** What the handlers share. Read-only after start-up except the id counter. */
+typedef struct srv_app {
+    const gufo_provider *provider;
+    const gufo_text_generation_iface *tg;
+    gufo_model *model;
+    srv_sched *sched;
+    const char *model_id;          /* the name /v1/models lists and requests must use */
+    uint32_t context_length;       /* per session */
+    time_t created;                /* reported as the model's "created" */
+    gufo_sampling_params defaults; /* sampling for fields a request leaves out */
+    atomic_ullong next_id;         /* for chatcmpl-/call_ ids */
+} srv_app;
+
+/** The route table (static data); handlers expect a srv_app as their `app`. */
+const srv_http_route *srv_openai_routes(size_t *n_routes);
+
+#endif /* GUFO_HOST_SERVER_OPENAI_H */

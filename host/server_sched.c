@@ -1,0 +1,749 @@
+/* host/server_sched.c — see server_sched.h. */
+#include "server_sched.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "report.h"
+
+/* True when the provider's interface struct is big enough to hold `slot` and the slot is set. */
+#define IFACE_HAS(iface, type, slot) \
+    ((iface)->struct_size >= offsetof(type, slot) + sizeof((iface)->slot) && (iface)->slot != NULL)
+
+/* Prefill chunk when the provider accepts any size: bounded so one long prompt
+ * cannot hold the decode streams for more than one modest step. */
+#define SRV_DEFAULT_PREFILL_CHUNK 256u
+
+/* Room for a provider's error detail (gufo_error.message) plus our prefix. */
+#define SRV_ERROR_LEN (sizeof(((gufo_error *)0)->message) + 160)
+
+typedef enum job_phase { PHASE_QUEUED, PHASE_PREFILL, PHASE_DECODE } job_phase;
+
+struct srv_job {
+    /* Immutable after srv_job_create(). */
+    gufo_token *prompt;
+    size_t n_prompt;
+    gufo_sampling_params sampling;
+    int64_t max_tokens;
+    char **stop;
+    size_t n_stop;
+    size_t max_stop_len;
+    gufo_cancel *cancel;
+
+    /* Shared with the submitter; under `mu`. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    char *out;                 /* text ready for srv_job_take() */
+    size_t out_len, out_cap;
+    srv_finish finish;
+    size_t n_generated;
+    char error[SRV_ERROR_LEN];
+    bool out_of_memory;
+
+    /* Scheduler thread only. */
+    srv_job *next;             /* queue / active list link */
+    job_phase phase;
+    gufo_text_session *session;
+    gufo_sampler *sampler;
+    size_t prefilled;          /* prompt tokens appended so far */
+    gufo_token pending;        /* produced, not yet appended to the session */
+    gufo_detok_state detok;
+    char *gen;                 /* generated text not yet released (stop-string window) */
+    size_t gen_len, gen_cap;
+};
+
+struct srv_sched {
+    srv_sched_config config;
+    const gufo_text_generation_iface *tg;
+    gufo_text_model_info info;
+    uint32_t context_length;
+    uint32_t prefill_chunk;
+    gufo_text_buffer *piece;
+
+    pthread_t thread;
+    pthread_mutex_t mu;        /* guards the queue and `stopping` */
+    pthread_cond_t cv;
+    srv_job *queue_head, *queue_tail;
+    uint32_t n_queued;
+    bool stopping;
+    char stop_reason[128];
+
+    srv_job *active;           /* the list: scheduler thread only */
+    uint32_t n_active;         /* its length: written by the scheduler under `mu`, read by submit */
+    uint32_t rr;               /* round-robin cursor for prefill and batch order */
+};
+
+/* ---- jobs ----------------------------------------------------------------- */
+
+srv_job *srv_job_create(const srv_job_params *params)
+{
+    srv_job *job = calloc(1, sizeof *job);
+    if (!job)
+        return NULL;
+    job->refs = 1;
+    job->pending = -1;
+    job->sampling = params->sampling;
+    job->max_tokens = params->max_tokens;
+    bool ok = pthread_mutex_init(&job->mu, NULL) == 0;
+    if (ok && pthread_cond_init(&job->cv, NULL) != 0) {
+        pthread_mutex_destroy(&job->mu);
+        ok = false;
+    }
+    if (!ok) {
+        free(job);
+        return NULL;
+    }
+    job->prompt = malloc(params->n_prompt * sizeof *job->prompt);
+    job->stop = params->n_stop ? calloc(params->n_stop, sizeof *job->stop) : NULL;
+    ok = job->prompt && (params->n_stop == 0 || job->stop) && gufo_cancel_create(&job->cancel) == GUFO_OK;
+    if (ok) {
+        memcpy(job->prompt, params->prompt, params->n_prompt * sizeof *job->prompt);
+        job->n_prompt = params->n_prompt;
+        for (size_t i = 0; ok && i < params->n_stop; i++) {
+            size_t len = strlen(params->stop[i]);
+            job->stop[i] = malloc(len + 1);
+            if (!job->stop[i]) {
+                ok = false;
+                break;
+            }
+            memcpy(job->stop[i], params->stop[i], len + 1);
+            job->n_stop = i + 1;
+            if (len > job->max_stop_len)
+                job->max_stop_len = len;
+        }
+    }
+    if (!ok) {
+        srv_job_release(job);
+        return NULL;
+    }
+    return job;
+}
+
+void srv_job_release(srv_job *job)
+{
+    if (!job)
+        return;
+    pthread_mutex_lock(&job->mu);
+    int left = --job->refs;
+    pthread_mutex_unlock(&job->mu);
+    if (left > 0)
+        return;
+    pthread_cond_destroy(&job->cv);
+    pthread_mutex_destroy(&job->mu);
+    for (size_t i = 0; i < job->n_stop; i++)
+        free(job->stop[i]);
+    free(job->stop);
+    free(job->prompt);
+    free(job->out);
+    free(job->gen);
+    gufo_cancel_destroy(job->cancel);
+    free(job);
+}
+
+static void job_retain(srv_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    job->refs++;
+    pthread_mutex_unlock(&job->mu);
+}
+
+void srv_job_cancel(srv_job *job, const char *reason)
+{
+    gufo_cancel_fire(job->cancel, reason);
+}
+
+static void deadline_after(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+srv_finish srv_job_take(srv_job *job, int timeout_ms, gufo_text_buffer *out)
+{
+    gufo_text_buffer_clear(out);
+    struct timespec deadline;
+    deadline_after(&deadline, timeout_ms);
+    pthread_mutex_lock(&job->mu);
+    while (job->out_len == 0 && job->finish == SRV_FINISH_NONE) {
+        int rc = pthread_cond_timedwait(&job->cv, &job->mu, &deadline);
+        if (rc == ETIMEDOUT)
+            break;
+    }
+    srv_finish finish = SRV_FINISH_NONE;
+    if (job->out_len) {
+        /* On failure the text stays for the next call; the caller sees no progress but no loss. */
+        if (gufo_text_buffer_append(out, job->out, job->out_len) == GUFO_OK)
+            job->out_len = 0;
+    }
+    if (job->out_len == 0)
+        finish = job->finish;
+    pthread_mutex_unlock(&job->mu);
+    return finish;
+}
+
+size_t srv_job_completion_tokens(srv_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    size_t n = job->n_generated;
+    pthread_mutex_unlock(&job->mu);
+    return n;
+}
+
+const char *srv_job_error(srv_job *job, bool *out_of_memory)
+{
+    /* Written once, before `finish` is published under the lock; read after. */
+    pthread_mutex_lock(&job->mu);
+    if (out_of_memory)
+        *out_of_memory = job->out_of_memory;
+    pthread_mutex_unlock(&job->mu);
+    return job->error;
+}
+
+/* Publishes text to the submitter. */
+static bool job_publish(srv_job *job, const char *text, size_t len, size_t n_generated)
+{
+    bool ok = true;
+    pthread_mutex_lock(&job->mu);
+    if (job->out_len + len > job->out_cap) {
+        size_t cap = job->out_cap ? job->out_cap : 256;
+        while (cap < job->out_len + len)
+            cap *= 2;
+        char *grown = realloc(job->out, cap);
+        if (grown) {
+            job->out = grown;
+            job->out_cap = cap;
+        } else {
+            ok = false;
+        }
+    }
+    if (ok && len) {
+        memcpy(job->out + job->out_len, text, len);
+        job->out_len += len;
+    }
+    job->n_generated = n_generated;
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+    return ok;
+}
+
+/* ---- stop strings ---------------------------------------------------------- */
+
+static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t m)
+{
+    if (m == 0 || m > n)
+        return NULL;
+    for (size_t i = 0; i + m <= n; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, m) == 0)
+            return hay + i;
+    return NULL;
+}
+
+/* Bytes at the end of `gen` that could still grow into a stop string, so must be held back. */
+static size_t stop_holdback(const srv_job *job)
+{
+    size_t most = job->max_stop_len ? job->max_stop_len - 1 : 0;
+    if (most > job->gen_len)
+        most = job->gen_len;
+    for (size_t k = most; k > 0; k--) {
+        const char *tail = job->gen + job->gen_len - k;
+        for (size_t i = 0; i < job->n_stop; i++)
+            if (strlen(job->stop[i]) > k && memcmp(job->stop[i], tail, k) == 0)
+                return k;
+    }
+    return 0;
+}
+
+/* ---- the scheduler --------------------------------------------------------- */
+
+static const char *missing_slot(const gufo_text_generation_iface *tg)
+{
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, get_info)) return "get_info";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, tokenize)) return "tokenize";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, detokenize)) return "detokenize";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, token_attr)) return "token_attr";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, render_chat)) return "render_chat";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_create)) return "session_create";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_destroy)) return "session_destroy";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_length)) return "session_length";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, prefill)) return "prefill";
+    if (!IFACE_HAS(tg, gufo_text_generation_iface, decode)) return "decode";
+    return NULL;
+}
+
+const gufo_text_model_info *srv_sched_info(const srv_sched *sched)
+{
+    return &sched->info;
+}
+
+uint32_t srv_sched_context(const srv_sched *sched)
+{
+    return sched->context_length;
+}
+
+static void active_remove(srv_sched *s, srv_job *job);
+
+/* Ends a job: releases text still held back (unless a stop string cut it),
+ * publishes the finish state, returns the session and drops the scheduler's reference. */
+static void job_finish(srv_sched *s, srv_job *job, srv_finish finish, const char *error, bool out_of_memory)
+{
+    /* Unlink first: once the scheduler's reference is dropped below, the
+     * submitter may free the job at any moment. (A no-op for jobs already
+     * unlinked or never admitted.) */
+    active_remove(s, job);
+    if (finish == SRV_FINISH_STOP || finish == SRV_FINISH_LENGTH) {
+        /* Bytes of a character still held back cannot complete now: the detokenizer makes them U+FFFD. */
+        gufo_text_buffer_clear(s->piece);
+        if (job->session && s->tg->detokenize(s->config.model, &job->detok, GUFO_DETOK_FLUSH, false, s->piece) ==
+                                GUFO_OK) {
+            size_t len = 0;
+            const char *text = gufo_text_buffer_data(s->piece, &len);
+            job_publish(job, job->gen, job->gen_len, job->n_generated);
+            job->gen_len = 0;
+            job_publish(job, text, len, job->n_generated);
+        }
+    }
+    if (job->session)
+        s->tg->session_destroy(s->config.model, job->session);
+    job->session = NULL;
+    gufo_sampler_destroy(job->sampler);
+    job->sampler = NULL;
+    pthread_mutex_lock(&job->mu);
+    if (error)
+        snprintf(job->error, sizeof job->error, "%s", error);
+    job->out_of_memory = out_of_memory;
+    job->finish = finish;
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+    srv_job_release(job);
+}
+
+static void job_fail(srv_sched *s, srv_job *job, const char *what, gufo_status st, const gufo_error *err)
+{
+    if (st == GUFO_E_CANCELLED || gufo_cancel_requested(job->cancel)) {
+        job_finish(s, job, SRV_FINISH_CANCELLED, NULL, false);
+        return;
+    }
+    char message[SRV_ERROR_LEN];
+    snprintf(message, sizeof message, "%.64s: %.64s failed: %s", s->config.provider->id, what,
+             err && err->message[0] ? err->message : gufo_status_str(st));
+    job_finish(s, job, SRV_FINISH_ERROR, message, st == GUFO_E_NO_MEMORY || st == GUFO_E_LIMIT);
+}
+
+static bool is_end_of_generation(const srv_sched *s, gufo_token token)
+{
+    return (s->tg->token_attr(s->config.model, token) & GUFO_TOKEN_END_OF_GENERATION) ||
+           (s->info.eos_token >= 0 && token == s->info.eos_token);
+}
+
+static bool limit_reached(const srv_job *job)
+{
+    return job->max_tokens >= 0 && job->n_generated >= (uint64_t)job->max_tokens;
+}
+
+/*
+ * Takes one token the model produced for `job` (the same rules as `gufo
+ * prompt`, so greedy output matches it). Returns true when the job goes on
+ * with the token pending for the next decode step; false when it was finished.
+ */
+static bool job_take_token(srv_sched *s, srv_job *job, gufo_token token)
+{
+    if (limit_reached(job)) {
+        job_finish(s, job, SRV_FINISH_LENGTH, NULL, false);
+        return false;
+    }
+    gufo_sampler_accept(job->sampler, token);
+    if (is_end_of_generation(s, token)) {
+        job_finish(s, job, SRV_FINISH_STOP, NULL, false);
+        return false;
+    }
+    gufo_text_buffer_clear(s->piece);
+    gufo_status st = s->tg->detokenize(s->config.model, &job->detok, token, false, s->piece);
+    if (st != GUFO_OK) {
+        job_fail(s, job, "detokenize", st, NULL);
+        return false;
+    }
+    size_t len = 0;
+    const char *text = gufo_text_buffer_data(s->piece, &len);
+    if (job->gen_len + len > job->gen_cap) {
+        size_t cap = job->gen_cap ? job->gen_cap : 64;
+        while (cap < job->gen_len + len)
+            cap *= 2;
+        char *grown = realloc(job->gen, cap);
+        if (!grown) {
+            job_fail(s, job, "buffering output", GUFO_E_NO_MEMORY, NULL);
+            return false;
+        }
+        job->gen = grown;
+        job->gen_cap = cap;
+    }
+    memcpy(job->gen + job->gen_len, text, len);
+    job->gen_len += len;
+    job->n_generated++;
+
+    /* A stop string ends the output before it; the stop string itself is never shown. */
+    for (size_t i = 0; i < job->n_stop; i++) {
+        const char *hit = find_bytes(job->gen, job->gen_len, job->stop[i], strlen(job->stop[i]));
+        if (hit) {
+            job_publish(job, job->gen, (size_t)(hit - job->gen), job->n_generated);
+            job->gen_len = 0;
+            /* Already cut: finish without flushing held-back bytes after the stop string. */
+            gufo_detok_state fresh = {0};
+            job->detok = fresh;
+            job_finish(s, job, SRV_FINISH_STOP, NULL, false);
+            return false;
+        }
+    }
+    size_t hold = stop_holdback(job);
+    size_t release = job->gen_len - hold;
+    if (!job_publish(job, job->gen, release, job->n_generated)) {
+        job_fail(s, job, "buffering output", GUFO_E_NO_MEMORY, NULL);
+        return false;
+    }
+    memmove(job->gen, job->gen + release, hold);
+    job->gen_len = hold;
+
+    if (limit_reached(job)) {
+        job_finish(s, job, SRV_FINISH_LENGTH, NULL, false);
+        return false;
+    }
+    if (s->tg->session_length(s->config.model, job->session) + 1 > s->context_length) {
+        job_finish(s, job, SRV_FINISH_LENGTH, NULL, false);
+        return false;
+    }
+    job->pending = token;
+    return true;
+}
+
+static void active_count_down(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->n_active--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Unlinks `job` from the active list. */
+static void active_remove(srv_sched *s, srv_job *job)
+{
+    for (srv_job **p = &s->active; *p; p = &(*p)->next) {
+        if (*p == job) {
+            *p = job->next;
+            job->next = NULL;
+            active_count_down(s);
+            return;
+        }
+    }
+}
+
+/* Gives a newly admitted job its session and sampler. */
+static void job_start(srv_sched *s, srv_job *job)
+{
+    gufo_error err = {0};
+    gufo_session_params sp = {.struct_size = sizeof sp, .context_length = s->context_length};
+    gufo_status st = s->tg->session_create(s->config.model, &sp, &job->session, &err);
+    if (st != GUFO_OK) {
+        job->session = NULL;
+        active_remove(s, job);
+        job_fail(s, job, "creating a session", st, &err);
+        return;
+    }
+    st = gufo_sampler_create(&job->sampling, s->info.n_vocab, &job->sampler, &err);
+    if (st != GUFO_OK) {
+        active_remove(s, job);
+        job_fail(s, job, "creating the sampler", st, &err);
+        return;
+    }
+    job->phase = PHASE_PREFILL;
+}
+
+/* Returns false when the scheduler should exit. */
+static bool admit(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping && !s->active && !s->queue_head)
+        pthread_cond_wait(&s->cv, &s->mu);
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        return false;
+    }
+    srv_job *admitted = NULL, **tail = &admitted;
+    while (s->queue_head && s->n_active < s->config.max_sessions) {
+        srv_job *job = s->queue_head;
+        s->queue_head = job->next;
+        if (!s->queue_head)
+            s->queue_tail = NULL;
+        s->n_queued--;
+        job->next = NULL;
+        *tail = job;
+        tail = &job->next;
+        s->n_active++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    /* Session creation is provider work: outside the queue lock. */
+    while (admitted) {
+        srv_job *job = admitted;
+        admitted = job->next;
+        job->next = s->active;
+        s->active = job;
+        job_start(s, job);
+    }
+    return true;
+}
+
+static void drop_cancelled(srv_sched *s)
+{
+    srv_job **p = &s->active;
+    while (*p) {
+        srv_job *job = *p;
+        if (gufo_cancel_requested(job->cancel)) {
+            *p = job->next;
+            job->next = NULL;
+            active_count_down(s);
+            job_finish(s, job, SRV_FINISH_CANCELLED, NULL, false);
+        } else {
+            p = &job->next;
+        }
+    }
+}
+
+/* The active jobs in a rotating order, so no job is always last in a batch or in the prefill line. */
+static size_t active_rotated(srv_sched *s, srv_job **out, size_t cap)
+{
+    size_t n = 0;
+    for (srv_job *job = s->active; job && n < cap; job = job->next)
+        out[n++] = job;
+    if (n > 1) {
+        size_t shift = s->rr % n;
+        srv_job *tmp[n];
+        for (size_t i = 0; i < n; i++)
+            tmp[i] = out[(i + shift) % n];
+        memcpy(out, tmp, n * sizeof *out);
+    }
+    return n;
+}
+
+static void decode_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
+{
+    size_t max_batch = s->info.max_batch ? s->info.max_batch : 1;
+    gufo_decode_item items[n_jobs ? n_jobs : 1];
+    gufo_token next[n_jobs ? n_jobs : 1];
+    srv_job *in_batch[n_jobs ? n_jobs : 1];
+    size_t n = 0;
+    for (size_t i = 0; i < n_jobs && n < max_batch; i++) {
+        srv_job *job = jobs[i];
+        if (job->phase != PHASE_DECODE)
+            continue;
+        next[n] = -1;
+        items[n] = (gufo_decode_item){
+            .session = job->session,
+            .token = job->pending,
+            .output = {.sampler = job->sampler, .out_token = &next[n], .out_logits = NULL,
+                       .logits_kind = GUFO_MEMORY_HOST},
+        };
+        in_batch[n++] = job;
+    }
+    if (n == 0)
+        return;
+    /* No cancel token on the batch: one client's disconnect must not fail the
+     * others' step; cancelled jobs are dropped between steps instead. */
+    gufo_decode_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = n, .cancel = NULL};
+    gufo_error err = {0};
+    gufo_status st = s->tg->decode(s->config.model, &batch, &err);
+    for (size_t i = 0; i < n; i++) {
+        srv_job *job = in_batch[i];
+        if (st != GUFO_OK) {
+            active_remove(s, job);
+            job_fail(s, job, "decode", st, &err);
+        } else {
+            job_take_token(s, job, next[i]); /* may finish (and free) the job */
+        }
+    }
+}
+
+static void prefill_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
+{
+    for (size_t i = 0; i < n_jobs; i++) {
+        srv_job *job = jobs[i];
+        if (job->phase != PHASE_PREFILL)
+            continue;
+        size_t left = job->n_prompt - job->prefilled;
+        size_t count = left < s->prefill_chunk ? left : s->prefill_chunk;
+        bool last = count == left;
+        gufo_token first = -1;
+        gufo_step_output output = {.sampler = job->sampler, .out_token = &first, .out_logits = NULL,
+                                   .logits_kind = GUFO_MEMORY_HOST};
+        gufo_error err = {0};
+        gufo_status st = s->tg->prefill(s->config.model, job->session, job->prompt + job->prefilled, count,
+                                        last ? &output : NULL, job->cancel, &err);
+        if (st != GUFO_OK) {
+            active_remove(s, job);
+            job_fail(s, job, "prefill", st, &err);
+            return;
+        }
+        job->prefilled += count;
+        if (last) {
+            job->phase = PHASE_DECODE;
+            job_take_token(s, job, first); /* may finish (and free) the job */
+        }
+        return; /* one chunk per iteration: decode steps go between chunks */
+    }
+}
+
+static void *sched_main(void *arg)
+{
+    srv_sched *s = arg;
+    while (admit(s)) {
+        drop_cancelled(s);
+        size_t cap = s->n_active ? s->n_active : 1;
+        srv_job *order[cap];
+        size_t n = active_rotated(s, order, cap);
+        s->rr++;
+        decode_step(s, order, n);
+        /* The decode step may have finished jobs: take the order again. */
+        n = active_rotated(s, order, cap);
+        prefill_step(s, order, n);
+    }
+    /* Shutdown: every job still queued or active ends as cancelled. */
+    while (s->active) {
+        srv_job *job = s->active;
+        s->active = job->next;
+        active_count_down(s);
+        gufo_cancel_fire(job->cancel, s->stop_reason);
+        job_finish(s, job, SRV_FINISH_CANCELLED, NULL, false);
+    }
+    pthread_mutex_lock(&s->mu);
+    srv_job *queued = s->queue_head;
+    s->queue_head = s->queue_tail = NULL;
+    s->n_queued = 0;
+    pthread_mutex_unlock(&s->mu);
+    while (queued) {
+        srv_job *job = queued;
+        queued = job->next;
+        gufo_cancel_fire(job->cancel, s->stop_reason);
+        job_finish(s, job, SRV_FINISH_CANCELLED, NULL, false);
+    }
+    return NULL;
+}
+
+srv_submit_result srv_sched_submit(srv_sched *s, srv_job *job)
+{
+    pthread_mutex_lock(&s->mu);
+    srv_submit_result r = SRV_SUBMIT_OK;
+    if (s->stopping)
+        r = SRV_SUBMIT_SHUTTING_DOWN;
+    else if (s->n_queued + s->n_active >= s->config.max_queue + s->config.max_sessions)
+        r = SRV_SUBMIT_QUEUE_FULL; /* every session busy and `max_queue` already waiting */
+    if (r == SRV_SUBMIT_OK) {
+        job_retain(job);
+        job->next = NULL;
+        job->phase = PHASE_QUEUED;
+        if (s->queue_tail)
+            s->queue_tail->next = job;
+        else
+            s->queue_head = job;
+        s->queue_tail = job;
+        s->n_queued++;
+        pthread_cond_signal(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+int srv_sched_start(const srv_sched_config *config, srv_sched **out)
+{
+    *out = NULL;
+    const gufo_text_generation_iface *tg = config->provider->iface;
+    const char *missing = tg ? missing_slot(tg) : "the whole interface";
+    if (missing) {
+        host_error("%s: the text_generation interface lacks '%s'", config->provider->id, missing);
+        return HOST_EXIT_FAILURE;
+    }
+    srv_sched *s = calloc(1, sizeof *s);
+    if (!s) {
+        host_error("out of memory");
+        return HOST_EXIT_FAILURE;
+    }
+    s->config = *config;
+    s->tg = tg;
+    s->info.struct_size = sizeof s->info;
+    gufo_status st = tg->get_info(config->model, &s->info);
+    if (st != GUFO_OK || s->info.n_vocab <= 0) {
+        host_error("%s: get_info failed: %s", config->provider->id,
+                   st != GUFO_OK ? gufo_status_str(st) : "the vocabulary is empty");
+        free(s);
+        return HOST_EXIT_FAILURE;
+    }
+    uint32_t model_ctx = s->info.context_length;
+    if (config->context_length && model_ctx && config->context_length > model_ctx) {
+        host_error("--context %u is more than the model holds (%u tokens)", config->context_length, model_ctx);
+        free(s);
+        return HOST_EXIT_FAILURE;
+    }
+    s->context_length = config->context_length ? config->context_length : model_ctx;
+    if (s->context_length == 0) {
+        host_error("%s: the model reports a context length of 0; pass --context", config->provider->id);
+        free(s);
+        return HOST_EXIT_FAILURE;
+    }
+    s->prefill_chunk = s->info.max_prefill_chunk ? s->info.max_prefill_chunk : SRV_DEFAULT_PREFILL_CHUNK;
+    if (s->info.max_sessions && s->config.max_sessions > s->info.max_sessions)
+        s->config.max_sessions = s->info.max_sessions;
+    if (s->config.max_sessions == 0)
+        s->config.max_sessions = 1;
+    if (gufo_text_buffer_create(0, &s->piece) != GUFO_OK) {
+        host_error("out of memory");
+        free(s);
+        return HOST_EXIT_FAILURE;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
+        host_error("cannot start the scheduler thread");
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+        gufo_text_buffer_destroy(s->piece);
+        free(s);
+        return HOST_EXIT_FAILURE;
+    }
+    *out = s;
+    return HOST_EXIT_OK;
+}
+
+void srv_sched_stop(srv_sched *s, const char *reason)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    s->stopping = true;
+    snprintf(s->stop_reason, sizeof s->stop_reason, "%s", reason ? reason : "server shutting down");
+    /* Fire queued jobs' tokens now so waiting HTTP threads need not wait for the thread to get there. */
+    for (srv_job *job = s->queue_head; job; job = job->next)
+        gufo_cancel_fire(job->cancel, s->stop_reason);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+}
+
+void srv_sched_destroy(srv_sched *s)
+{
+    if (!s)
+        return;
+    srv_sched_stop(s, NULL);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    gufo_text_buffer_destroy(s->piece);
+    free(s);
+}
