@@ -10,6 +10,7 @@
 #include "command_driver.h"
 #include "interrupt.h"
 #include "report.h"
+#include "tokenize.h"
 
 double host_now(void)
 {
@@ -126,34 +127,10 @@ void host_loaded_close(host_loaded *l)
 
 int host_tokenize(const host_loaded *l, const char *text, size_t len, gufo_token **out, size_t *n_out)
 {
-    size_t cap = len + 16;
-    gufo_token *tokens = NULL;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        gufo_token *grown = realloc(tokens, cap * sizeof *tokens);
-        if (!grown) {
-            free(tokens);
-            host_error("out of memory tokenizing %zu bytes", len);
-            return HOST_EXIT_FAILURE;
-        }
-        tokens = grown;
-        size_t needed = 0;
-        gufo_error err = {0};
-        gufo_status st = l->tg->tokenize(l->m.model, text, len, GUFO_TOKENIZE_PARSE_SPECIAL | GUFO_TOKENIZE_ADD_SPECIAL,
-                                         tokens, cap, &needed, &err);
-        if (st == GUFO_OK) {
-            *out = tokens;
-            *n_out = needed;
-            return HOST_EXIT_OK;
-        }
-        if (st != GUFO_E_LIMIT || needed <= cap) {
-            free(tokens);
-            host_error("%s: tokenizing failed: %s", l->m.provider.decl->id,
-                       err.message[0] ? err.message : gufo_status_str(st));
-            return HOST_EXIT_FAILURE;
-        }
-        cap = needed;
-    }
-    free(tokens);
-    host_error("%s: the tokenizer kept asking for a bigger buffer", l->m.provider.decl->id);
+    gufo_error err = {0};
+    gufo_status st = host_tokenize_text(l->tg, l->m.model, text, len, out, n_out, &err);
+    if (st == GUFO_OK)
+        return HOST_EXIT_OK;
+    host_error("%s: tokenizing failed: %s", l->m.provider.decl->id, err.message);
     return HOST_EXIT_FAILURE;
 }

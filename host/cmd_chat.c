@@ -34,6 +34,7 @@
 #include "bench_common.h"
 #include "command.h"
 #include "report.h"
+#include "sampling_args.h"
 
 static const char *const reuse_choices[] = {"auto", "snapshot", "off", NULL};
 
@@ -681,26 +682,6 @@ done:
 
 /* ---- the loop ------------------------------------------------------------- */
 
-static int build_sampling(const cli_args *args, gufo_sampling_params *params)
-{
-    gufo_sampling_params_default(params);
-    const cli_value *v;
-    if ((v = cli_args_value(args, "temperature"))->given) params->temperature = (float)v->v.f;
-    if ((v = cli_args_value(args, "top-k"))->given) params->top_k = (int32_t)v->v.i;
-    if ((v = cli_args_value(args, "top-p"))->given) params->top_p = (float)v->v.f;
-    if ((v = cli_args_value(args, "min-p"))->given) params->min_p = (float)v->v.f;
-    if ((v = cli_args_value(args, "seed"))->given) params->seed = (uint64_t)v->v.i;
-    if ((v = cli_args_value(args, "repeat-penalty"))->given) params->repetition_penalty = (float)v->v.f;
-    if ((v = cli_args_value(args, "presence-penalty"))->given) params->presence_penalty = (float)v->v.f;
-    if ((v = cli_args_value(args, "frequency-penalty"))->given) params->frequency_penalty = (float)v->v.f;
-    gufo_error err = {0};
-    if (gufo_sampling_params_validate(params, &err) != GUFO_OK) {
-        host_usage_error("chat", "%s", err.message);
-        return HOST_EXIT_USAGE;
-    }
-    return HOST_EXIT_OK;
-}
-
 static bool is_command(const char *line, const char *word)
 {
     size_t n = strlen(word);
@@ -855,7 +836,7 @@ static int run_chat(const host_context *ctx, const cli_args *args)
 {
     bool verbose = cli_args_flag(args, "verbose");
     gufo_sampling_params sampling;
-    int rc = build_sampling(args, &sampling);
+    int rc = host_sampling_from_args(args, "chat", &sampling);
     if (rc != HOST_EXIT_OK)
         return rc;
     gufo_log_set_level(verbose ? GUFO_LOG_DEBUG : GUFO_LOG_WARN);

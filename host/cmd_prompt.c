@@ -26,6 +26,7 @@
 #include "interrupt.h"
 #include "model_loader.h"
 #include "report.h"
+#include "sampling_args.h"
 #include "text_loop.h"
 
 /* Sampling defaults shown in help are the ones sampling.h documents for
@@ -92,26 +93,6 @@ static bool parse_capability(const char *word, gufo_capability *out)
         return true;
     }
     return gufo_capability_from_name(word, out) == GUFO_OK;
-}
-
-static int build_sampling(const cli_args *args, gufo_sampling_params *params)
-{
-    gufo_sampling_params_default(params);
-    const cli_value *v;
-    if ((v = cli_args_value(args, "temperature"))->given) params->temperature = (float)v->v.f;
-    if ((v = cli_args_value(args, "top-k"))->given) params->top_k = (int32_t)v->v.i;
-    if ((v = cli_args_value(args, "top-p"))->given) params->top_p = (float)v->v.f;
-    if ((v = cli_args_value(args, "min-p"))->given) params->min_p = (float)v->v.f;
-    if ((v = cli_args_value(args, "seed"))->given) params->seed = (uint64_t)v->v.i;
-    if ((v = cli_args_value(args, "repeat-penalty"))->given) params->repetition_penalty = (float)v->v.f;
-    if ((v = cli_args_value(args, "presence-penalty"))->given) params->presence_penalty = (float)v->v.f;
-    if ((v = cli_args_value(args, "frequency-penalty"))->given) params->frequency_penalty = (float)v->v.f;
-    gufo_error err = {0};
-    if (gufo_sampling_params_validate(params, &err) != GUFO_OK) {
-        host_usage_error("prompt", "%s", err.message);
-        return HOST_EXIT_USAGE;
-    }
-    return HOST_EXIT_OK;
 }
 
 /* Options only the text-generation loop reads; naming one for another capability is a mistake worth reporting. */
@@ -195,7 +176,7 @@ static int plan_prompt(const cli_args *args, prompt_plan *plan)
         host_usage_error("prompt", "--verbose and --quiet contradict each other");
         return HOST_EXIT_USAGE;
     }
-    return build_sampling(args, &plan->sampling);
+    return host_sampling_from_args(args, "prompt", &plan->sampling);
 }
 
 static int run_generic(const host_model *m, const cli_args *args, const prompt_plan *plan,

@@ -1,5 +1,6 @@
 /* host/server_openai.c — see server_openai.h. */
 #include "server_openai.h"
+#include "tokenize.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -438,37 +439,18 @@ static bool parse_request(const srv_app *app, api_kind kind, const char *body, s
     return true;
 }
 
-/* Tokenizes `text` the way `gufo prompt` does (specials parsed, BOS added), growing the buffer on demand. */
+/* Tokenizes `text` the way `gufo prompt` does (specials parsed, BOS added). */
 static bool tokenize(const srv_app *app, const char *text, size_t len, gufo_token **out, size_t *n_out, api_error *e)
 {
-    size_t cap = len + 16;
-    gufo_token *tokens = NULL;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        gufo_token *grown = realloc(tokens, cap * sizeof *tokens);
-        if (!grown) {
-            free(tokens);
-            return fail(e, 503, NULL, "out of memory tokenizing the prompt");
-        }
-        tokens = grown;
-        size_t needed = 0;
-        gufo_error err = {0};
-        gufo_status st = app->tg->tokenize(app->model, text, len,
-                                           GUFO_TOKENIZE_PARSE_SPECIAL | GUFO_TOKENIZE_ADD_SPECIAL, tokens, cap,
-                                           &needed, &err);
-        if (st == GUFO_OK) {
-            *out = tokens;
-            *n_out = needed;
-            return true;
-        }
-        if (st != GUFO_E_LIMIT || needed <= cap) {
-            free(tokens);
-            return fail(e, 400, NULL, "the prompt cannot be tokenized: %s",
-                        err.message[0] ? err.message : gufo_status_str(st));
-        }
-        cap = needed;
-    }
-    free(tokens);
-    return fail(e, 500, NULL, "%s: the tokenizer kept asking for a bigger buffer", app->provider->id);
+    gufo_error err = {0};
+    gufo_status st = host_tokenize_text(app->tg, app->model, text, len, out, n_out, &err);
+    if (st == GUFO_OK)
+        return true;
+    if (st == GUFO_E_NO_MEMORY)
+        return fail(e, 503, NULL, "out of memory tokenizing the prompt");
+    if (st == GUFO_E_INTERNAL)
+        return fail(e, 500, NULL, "%s: %s", app->provider->id, err.message);
+    return fail(e, 400, NULL, "the prompt cannot be tokenized: %s", err.message);
 }
 
 /* ---- output: the tool parser's sink --------------------------------------- */

@@ -9,6 +9,7 @@
 #include <gufo/ext/text_generation.h>
 
 #include "report.h"
+#include "tokenize.h"
 
 /* Most draft tokens asked for per verify step. Small, because a rejected draft
  * costs a rollback; the provider may always return fewer. */
@@ -109,39 +110,14 @@ static int render_prompt(generation *g, gufo_text_buffer *out)
     return HOST_EXIT_OK;
 }
 
-/* Tokenizes `text`, growing the buffer when the provider says it needs more. */
+/* Tokenizes the whole prompt; prints the error. */
 static int tokenize(generation *g, const char *text, size_t len, gufo_token **out, size_t *n_out)
 {
-    size_t cap = len + 16;
-    gufo_token *tokens = NULL;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        gufo_token *grown = realloc(tokens, cap * sizeof *tokens);
-        if (!grown) {
-            free(tokens);
-            host_error("out of memory tokenizing a %zu-byte prompt", len);
-            return HOST_EXIT_FAILURE;
-        }
-        tokens = grown;
-        size_t needed = 0;
-        gufo_error err = {0};
-        gufo_status st = g->tg->tokenize(g->model, text, len,
-                                         GUFO_TOKENIZE_PARSE_SPECIAL | GUFO_TOKENIZE_ADD_SPECIAL, tokens, cap,
-                                         &needed, &err);
-        if (st == GUFO_OK) {
-            *out = tokens;
-            *n_out = needed;
-            return HOST_EXIT_OK;
-        }
-        if (st != GUFO_E_LIMIT || needed <= cap) {
-            free(tokens);
-            host_error("%s: tokenizing the prompt failed: %s", g->provider->id,
-                       err.message[0] ? err.message : gufo_status_str(st));
-            return HOST_EXIT_FAILURE;
-        }
-        cap = needed;
-    }
-    free(tokens);
-    host_error("%s: the tokenizer kept asking for a bigger buffer", g->provider->id);
+    gufo_error err = {0};
+    gufo_status st = host_tokenize_text(g->tg, g->model, text, len, out, n_out, &err);
+    if (st == GUFO_OK)
+        return HOST_EXIT_OK;
+    host_error("%s: tokenizing the prompt failed: %s", g->provider->id, err.message);
     return HOST_EXIT_FAILURE;
 }
 
