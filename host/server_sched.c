@@ -42,6 +42,7 @@ struct srv_job {
     size_t out_len, out_cap;
     srv_finish finish;
     size_t n_generated;
+    size_t n_cached;           /* prompt tokens reused from the conversation cache */
     char error[SRV_ERROR_LEN];
     bool out_of_memory;
 
@@ -189,6 +190,14 @@ srv_finish srv_job_take(srv_job *job, int timeout_ms, gufo_text_buffer *out)
         finish = job->finish;
     pthread_mutex_unlock(&job->mu);
     return finish;
+}
+
+size_t srv_job_cached_tokens(srv_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    size_t n = job->n_cached;
+    pthread_mutex_unlock(&job->mu);
+    return n;
 }
 
 size_t srv_job_completion_tokens(srv_job *job)

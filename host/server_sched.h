@@ -42,7 +42,8 @@ typedef enum srv_finish {
     SRV_FINISH_STOP,       /* end-of-generation token or a stop string */
     SRV_FINISH_LENGTH,     /* max_tokens reached or the context is full */
     SRV_FINISH_CANCELLED,  /* its cancel token fired (client disconnected, shutdown) */
-    SRV_FINISH_ERROR       /* a step failed; see srv_job_error() */
+    SRV_FINISH_ERROR,      /* a step failed; see srv_job_error() */
+    SRV_FINISH_DEADLINE    /* its deadline (srv_job_params.timeout_ms) passed first -> 408 */
 } srv_finish;
 
 /** What a job asks for; copied by srv_job_create(). */
@@ -53,6 +54,7 @@ typedef struct srv_job_params {
     int64_t max_tokens;             /* < 0: until end of generation or the context is full */
     const char *const *stop;        /* stop strings (may be NULL) */
     size_t n_stop;
+    uint64_t timeout_ms;            /* 0 = no deadline; else the job ends SRV_FINISH_DEADLINE this long after submit */
 } srv_job_params;
 
 /** Scheduler settings. */
@@ -109,6 +111,9 @@ srv_finish srv_job_take(srv_job *job, int timeout_ms, gufo_text_buffer *out);
 
 /** Tokens generated so far (usage.completion_tokens). */
 size_t srv_job_completion_tokens(srv_job *job);
+
+/** Prompt tokens that were served from the conversation cache instead of prefilled (usage.prompt_tokens_details.cached_tokens). */
+size_t srv_job_cached_tokens(srv_job *job);
 
 /** The error message of a SRV_FINISH_ERROR job, and whether it was out of memory (503) rather than a failure (500). */
 const char *srv_job_error(srv_job *job, bool *out_of_memory);
