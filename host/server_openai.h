@@ -33,6 +33,7 @@ typedef struct srv_app {
     uint32_t context_length;       /* per session */
     time_t created;                /* reported as the model's "created" */
     gufo_sampling_params defaults; /* sampling for fields a request leaves out */
+    uint64_t request_timeout_ms;   /* deadline per request from submission (0 = none) -> 408 */
     atomic_ullong next_id;         /* for chatcmpl-/call_ ids */
 } srv_app;
 
