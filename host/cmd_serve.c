@@ -54,6 +54,9 @@ static const cli_option serve_options[] = {
     {.name = "memory-budget", .type = CLI_BUDGET, .metavar = "SIZE",
      .help = "Most memory the model may use, for host and device alike (512M, 4G), or each on its own "
              "(host=8G,device=20G); 0 = no limit (default)."},
+    {.name = "request-timeout", .type = CLI_FLOAT, .metavar = "SECONDS",
+     .help = "Deadline per request, counted from when it is queued (fractions allowed); a request still waiting or "
+             "generating then ends with 408. Default: none."},
     {.name = "temperature", .type = CLI_FLOAT, .metavar = "T",
      .help = "Default temperature for requests that send none (default 0.8)."},
     {.name = "verbose", .type = CLI_FLAG, .help = "Log selection, model facts and memory on stderr."},
@@ -165,6 +168,17 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         const char *env = getenv("GUFO_API_KEY");
         api_key = env && env[0] ? env : NULL;
     }
+    uint64_t request_timeout_ms = 0;
+    if (cli_args_value(args, "request-timeout")->given) {
+        double seconds = cli_args_float(args, "request-timeout");
+        if (!(seconds > 0) || seconds > 1e9) {
+            host_usage_error("serve", "--request-timeout must be a positive number of seconds");
+            return HOST_EXIT_USAGE;
+        }
+        request_timeout_ms = (uint64_t)(seconds * 1000.0 + 0.5);
+        if (request_timeout_ms == 0)
+            request_timeout_ms = 1;
+    }
     bool verbose = cli_args_flag(args, "verbose");
     gufo_log_set_level(verbose ? GUFO_LOG_DEBUG : GUFO_LOG_WARN);
 
@@ -233,6 +247,7 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         app.context_length = srv_sched_context(sched);
         app.created = time(NULL);
         app.defaults = defaults;
+        app.request_timeout_ms = request_timeout_ms;
         atomic_init(&app.next_id, 0);
         /* Installed before the daemon starts so no signal can slip between "listening" and "watched". */
         signals = install_shutdown(&old_int, &old_term);

@@ -33,6 +33,8 @@ struct srv_job {
     size_t n_stop;
     size_t max_stop_len;
     gufo_cancel *cancel;
+    uint64_t timeout_ms;       /* 0 = no deadline */
+    uint64_t deadline_ns;      /* CLOCK_MONOTONIC; set by srv_sched_submit() under the scheduler lock */
 
     /* Shared with the submitter; under `mu`. */
     pthread_mutex_t mu;
@@ -90,6 +92,7 @@ srv_job *srv_job_create(const srv_job_params *params)
     job->pending = -1;
     job->sampling = params->sampling;
     job->max_tokens = params->max_tokens;
+    job->timeout_ms = params->timeout_ms;
     bool ok = pthread_mutex_init(&job->mu, NULL) == 0;
     if (ok && pthread_cond_init(&job->cv, NULL) != 0) {
         pthread_mutex_destroy(&job->mu);
@@ -156,6 +159,18 @@ static void job_retain(srv_job *job)
 void srv_job_cancel(srv_job *job, const char *reason)
 {
     gufo_cancel_fire(job->cancel, reason);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool job_expired(const srv_job *job, uint64_t now)
+{
+    return job->deadline_ns != 0 && now >= job->deadline_ns;
 }
 
 static void deadline_after(struct timespec *ts, int ms)
@@ -484,6 +499,26 @@ static bool admit(srv_sched *s)
         pthread_mutex_unlock(&s->mu);
         return false;
     }
+    /* Queued jobs whose deadline passed leave the line before anyone is admitted. */
+    srv_job *expired = NULL;
+    uint64_t now = now_ns();
+    srv_job *kept = NULL, **kept_tail = &kept;
+    for (srv_job *job = s->queue_head, *next; job; job = next) {
+        next = job->next;
+        job->next = NULL;
+        if (job_expired(job, now)) {
+            job->next = expired;
+            expired = job;
+            s->n_queued--;
+        } else {
+            *kept_tail = job;
+            s->queue_tail = job;
+            kept_tail = &job->next;
+        }
+    }
+    s->queue_head = kept;
+    if (!kept)
+        s->queue_tail = NULL;
     srv_job *admitted = NULL, **tail = &admitted;
     while (s->queue_head && s->n_active < s->config.max_sessions) {
         srv_job *job = s->queue_head;
@@ -497,6 +532,12 @@ static bool admit(srv_sched *s)
         s->n_active++;
     }
     pthread_mutex_unlock(&s->mu);
+    while (expired) {
+        srv_job *job = expired;
+        expired = job->next;
+        job->next = NULL;
+        job_finish(s, job, SRV_FINISH_DEADLINE, "the request's deadline passed while it waited for a session", false);
+    }
     /* Session creation is provider work: outside the queue lock. */
     while (admitted) {
         srv_job *job = admitted;
@@ -508,16 +549,22 @@ static bool admit(srv_sched *s)
     return true;
 }
 
-static void drop_cancelled(srv_sched *s)
+/* Ends active jobs whose client went away (or the server stops) and those past their deadline. */
+static void drop_ended(srv_sched *s)
 {
+    uint64_t now = now_ns();
     srv_job **p = &s->active;
     while (*p) {
         srv_job *job = *p;
-        if (gufo_cancel_requested(job->cancel)) {
+        bool cancelled = gufo_cancel_requested(job->cancel);
+        if (cancelled || job_expired(job, now)) {
             *p = job->next;
             job->next = NULL;
             active_count_down(s);
-            job_finish(s, job, SRV_FINISH_CANCELLED, NULL, false);
+            if (cancelled)
+                job_finish(s, job, SRV_FINISH_CANCELLED, NULL, false);
+            else
+                job_finish(s, job, SRV_FINISH_DEADLINE, "the request's deadline passed before it finished", false);
         } else {
             p = &job->next;
         }
@@ -611,7 +658,7 @@ static void *sched_main(void *arg)
 {
     srv_sched *s = arg;
     while (admit(s)) {
-        drop_cancelled(s);
+        drop_ended(s);
         size_t cap = s->n_active ? s->n_active : 1;
         srv_job *order[cap];
         size_t n = active_rotated(s, order, cap);
@@ -655,6 +702,7 @@ srv_submit_result srv_sched_submit(srv_sched *s, srv_job *job)
         job_retain(job);
         job->next = NULL;
         job->phase = PHASE_QUEUED;
+        job->deadline_ns = job->timeout_ms ? now_ns() + job->timeout_ms * 1000000u : 0;
         if (s->queue_tail)
             s->queue_tail->next = job;
         else
