@@ -27,6 +27,7 @@
 #include "model_loader.h"
 #include "report.h"
 #include "server_http.h"
+#include "server_metrics.h"
 #include "server_openai.h"
 #include "server_sched.h"
 
@@ -45,6 +46,9 @@ static const cli_option serve_options[] = {
      .help = "Tokens each session may hold (default: the model's context length)."},
     {.name = "sessions", .type = CLI_INT, .metavar = "N", .min = 1, .max = 4096, .default_value = "4",
      .help = "Requests generating at once, batched into one decode step (capped by the model's limit)."},
+    {.name = "cache-sessions", .type = CLI_INT, .metavar = "N", .min = 0, .max = 4096, .default_value = "4",
+     .help = "Finished conversations kept for reuse: a request that continues one prefills only its new tokens. "
+             "Evicted least recently used, and whenever the model needs the memory; 0 = keep none."},
     {.name = "queue", .type = CLI_INT, .metavar = "N", .min = 0, .max = 1000000, .default_value = "64",
      .help = "Requests that may wait for a session; beyond that the server answers 429."},
     {.name = "max-body", .type = CLI_INT, .metavar = "BYTES", .min = 1024, .max = INT32_MAX,
@@ -202,6 +206,7 @@ static int run_serve(const host_context *ctx, const cli_args *args)
     /* Ctrl-C while loading abandons the load; afterwards SIGINT/SIGTERM mean "shut down". */
     bool interrupt_installed = host_interrupt_install(load_cancel);
     uint32_t sessions = (uint32_t)cli_args_int(args, "sessions");
+    uint32_t cache_sessions = (uint32_t)cli_args_int(args, "cache-sessions");
     const cli_value *budget = cli_args_value(args, "memory-budget");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     host_model_config config = {
@@ -210,7 +215,8 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         .n_threads = cli_args_value(args, "threads")->given ? (uint32_t)cli_args_int(args, "threads")
                                                             : (uint32_t)(cpus > 0 ? cpus : 1),
         .context_length = (uint32_t)cli_args_int(args, "context"),
-        .max_sessions = sessions,
+        /* Retained sessions stay live in the model, so its session limit covers them too. */
+        .max_sessions = sessions + cache_sessions,
         .max_batch = sessions,
         .host_budget = budget->set ? budget->v.budget.host : 0,
         .device_budget = budget->set ? budget->v.budget.device : 0,
@@ -222,6 +228,11 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         host_error("interrupted while loading");
 
     srv_sched *sched = NULL;
+    srv_metrics *metrics = NULL;
+    if (rc == HOST_EXIT_OK && !(metrics = srv_metrics_create())) {
+        host_error("out of memory");
+        rc = HOST_EXIT_FAILURE;
+    }
     if (rc == HOST_EXIT_OK) {
         srv_sched_config sc = {
             .provider = m.provider.provider,
@@ -229,6 +240,9 @@ static int run_serve(const host_context *ctx, const cli_args *args)
             .context_length = (uint32_t)cli_args_int(args, "context"),
             .max_sessions = sessions,
             .max_queue = (uint32_t)cli_args_int(args, "queue"),
+            .cache_sessions = cache_sessions,
+            .memory = m.memory,
+            .metrics = metrics,
         };
         rc = srv_sched_start(&sc, &sched);
     }
@@ -256,9 +270,26 @@ static int run_serve(const host_context *ctx, const cli_args *args)
             rc = HOST_EXIT_FAILURE;
         }
     }
+    /* The OpenAI routes plus GET /metrics, which reads the scheduler and the model's pool rather than the app. */
+    srv_metrics_source metrics_source = {.metrics = metrics, .sched = sched, .memory = m.memory};
+    srv_http_route *routes = NULL;
+    size_t n_routes = 0;
     if (rc == HOST_EXIT_OK) {
-        size_t n_routes = 0;
-        const srv_http_route *routes = srv_openai_routes(&n_routes);
+        size_t n_openai = 0;
+        const srv_http_route *openai = srv_openai_routes(&n_openai);
+        routes = calloc(n_openai + 1, sizeof *routes);
+        if (!routes) {
+            host_error("out of memory");
+            rc = HOST_EXIT_FAILURE;
+        } else {
+            memcpy(routes, openai, n_openai * sizeof *routes);
+            /* Behind --api-key like the /v1 routes: it names the model and shows traffic (docs/serving.md, Metrics). */
+            routes[n_openai] = (srv_http_route){.method = "GET", .path = "/metrics", .needs_auth = true,
+                                                .handler = srv_metrics_handle, .context = &metrics_source};
+            n_routes = n_openai + 1;
+        }
+    }
+    if (rc == HOST_EXIT_OK) {
         uint32_t queue = (uint32_t)cli_args_int(args, "queue");
         srv_http_config hc = {
             .host = cli_args_string(args, "host"),
@@ -270,6 +301,7 @@ static int run_serve(const host_context *ctx, const cli_args *args)
             .routes = routes,
             .n_routes = n_routes,
             .app = &app,
+            .metrics = metrics,
         };
         rc = srv_http_start(&hc, &http);
     }
@@ -290,6 +322,8 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         srv_sched_stop(sched, "server shutting down");
     srv_http_stop(http);
     srv_sched_destroy(sched);
+    free(routes);
+    srv_metrics_destroy(metrics);
     if (signals) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);

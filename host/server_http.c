@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
 #include "report.h"
+#include "server_metrics.h"
 
 struct srv_http {
     srv_http_config config;
@@ -30,6 +32,8 @@ struct srv_http_request {
     size_t body_len, body_cap;
     bool oversize;
     bool answered;
+    unsigned status;          /* what was queued, for /metrics */
+    struct timespec arrived;
 };
 
 /* A streamed body: MHD pulls from it; `pending` holds what `fill` produced but MHD has not taken yet. */
@@ -90,6 +94,12 @@ static void queue_text(srv_http_request *req, unsigned status, const char *conte
     MHD_queue_response(req->connection, status, resp);
     MHD_destroy_response(resp);
     req->answered = true;
+    req->status = status;
+}
+
+void srv_http_respond_text(srv_http_request *req, unsigned status, const char *content_type, char *text, size_t len)
+{
+    queue_text(req, status, content_type, text, len);
 }
 
 void srv_http_respond_json(srv_http_request *req, unsigned status, cJSON *body)
@@ -216,6 +226,7 @@ void srv_http_respond_stream(srv_http_request *req, srv_stream_fill fill, void (
     MHD_queue_response(req->connection, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
     req->answered = true;
+    req->status = MHD_HTTP_OK;
 }
 
 /* ---- authentication ------------------------------------------------------- */
@@ -297,6 +308,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
             return MHD_NO;
         req->http = http;
         req->connection = connection;
+        clock_gettime(CLOCK_MONOTONIC, &req->arrived);
+        srv_metrics_request_started(http->config.metrics);
         *con_cls = req;
         bool path_known = false;
         req->route = find_route(http, method, url, &path_known);
@@ -337,7 +350,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
                                http->config.max_body);
         return MHD_YES;
     }
-    req->route->handler(http->config.app, req);
+    req->route->handler(req->route->context ? req->route->context : http->config.app, req);
     if (!req->answered)
         srv_http_respond_error(req, 500, NULL, NULL, "the handler for %s gave no answer", url);
     return MHD_YES;
@@ -346,12 +359,17 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
 static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
     (void)connection;
     (void)toe;
+    srv_http *http = cls;
     srv_http_request *req = *con_cls;
     if (!req)
         return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double seconds = (double)(now.tv_sec - req->arrived.tv_sec) + (double)(now.tv_nsec - req->arrived.tv_nsec) / 1e9;
+    /* Unknown paths share one label, so a scanner cannot grow the metrics without bound. */
+    srv_metrics_request_done(http->config.metrics, req->route ? req->route->path : "other", req->status, seconds);
     free(req->body);
     free(req);
     *con_cls = NULL;

@@ -24,6 +24,7 @@
 
 typedef struct srv_http srv_http;
 typedef struct srv_http_request srv_http_request;
+typedef struct srv_metrics srv_metrics; /* server_metrics.h */
 
 /** A route handler. It must answer with exactly one srv_http_respond_* call. */
 typedef void (*srv_http_handler)(void *app, srv_http_request *req);
@@ -34,6 +35,7 @@ typedef struct srv_http_route {
     const char *path;         /* "/v1/chat/completions" */
     bool needs_auth;          /* checked against the API key when one is set */
     srv_http_handler handler;
+    void *context;            /* passed to the handler instead of srv_http_config.app when not NULL */
 } srv_http_route;
 
 typedef struct srv_http_config {
@@ -44,7 +46,8 @@ typedef struct srv_http_config {
     unsigned max_connections;
     const srv_http_route *routes;
     size_t n_routes;
-    void *app;                /* passed to every handler */
+    void *app;                /* passed to every handler (unless its route has a context) */
+    srv_metrics *metrics;     /* counts requests by route and status, in flight, durations (may be NULL) */
 } srv_http_config;
 
 /** Binds and starts serving. Prints errors itself; returns HOST_EXIT_*. */
@@ -73,6 +76,9 @@ void srv_http_respond_json(srv_http_request *req, unsigned status, cJSON *body);
  */
 void srv_http_respond_error(srv_http_request *req, unsigned status, const char *code, const char *param,
                             const char *fmt, ...) GUFO_EXT_PRINTF(5, 6);
+
+/** Answers with `len` bytes of `text` (taken over; freed with free()) as `content_type`. */
+void srv_http_respond_text(srv_http_request *req, unsigned status, const char *content_type, char *text, size_t len);
 
 /** Builds the error object itself (for errors inside an SSE stream). */
 cJSON *srv_http_error_json(unsigned status, const char *code, const char *param, const char *message);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "report.h"
+#include "server_cache.h"
 
 /* True when the provider's interface struct is big enough to hold `slot` and the slot is set. */
 #define IFACE_HAS(iface, type, slot) \
@@ -24,9 +25,11 @@
 typedef enum job_phase { PHASE_QUEUED, PHASE_PREFILL, PHASE_DECODE } job_phase;
 
 struct srv_job {
-    /* Immutable after srv_job_create(). */
-    gufo_token *prompt;
+    /* Immutable after srv_job_create(), except that the scheduler appends
+     * generated tokens to `tokens` after the prompt (see n_known). */
+    gufo_token *tokens;        /* the prompt, then the generated tokens the session holds */
     size_t n_prompt;
+    size_t tokens_cap;
     gufo_sampling_params sampling;
     int64_t max_tokens;
     char **stop;
@@ -35,6 +38,7 @@ struct srv_job {
     gufo_cancel *cancel;
     uint64_t timeout_ms;       /* 0 = no deadline */
     uint64_t deadline_ns;      /* CLOCK_MONOTONIC; set by srv_sched_submit() under the scheduler lock */
+    uint64_t submitted_ns;     /* likewise: for the time to first token */
 
     /* Shared with the submitter; under `mu`. */
     pthread_mutex_t mu;
@@ -54,6 +58,9 @@ struct srv_job {
     gufo_text_session *session;
     gufo_sampler *sampler;
     size_t prefilled;          /* prompt tokens appended so far */
+    size_t n_taken;            /* tokens generated: the scheduler's own count, published as n_generated */
+    size_t n_known;            /* tokens[0..n_known) are known: the prompt plus generated tokens the session appended */
+    bool history_lost;         /* out of memory recording the history: the session is not retained */
     gufo_token pending;        /* produced, not yet appended to the session */
     gufo_detok_state detok;
     char *gen;                 /* generated text not yet released (stop-string window) */
@@ -79,6 +86,14 @@ struct srv_sched {
     srv_job *active;           /* the list: scheduler thread only */
     uint32_t n_active;         /* its length: written by the scheduler under `mu`, read by submit */
     uint32_t rr;               /* round-robin cursor for prefill and batch order */
+
+    srv_cache *cache;          /* retained sessions: scheduler thread only (stats: any thread) */
+    /* The current iteration's timing (scheduler thread): see srv_metrics_decode_step(). */
+    uint64_t iter_start_ns;
+    uint64_t iter_step_ns;     /* inside prefill/decode calls */
+    uint64_t iter_decode_ns;
+    size_t iter_decode_items;
+    bool can_truncate;         /* the provider's sessions rewind cheaply and exactly */
 };
 
 /* ---- jobs ----------------------------------------------------------------- */
@@ -102,12 +117,14 @@ srv_job *srv_job_create(const srv_job_params *params)
         free(job);
         return NULL;
     }
-    job->prompt = malloc(params->n_prompt * sizeof *job->prompt);
+    job->tokens = malloc(params->n_prompt * sizeof *job->tokens);
     job->stop = params->n_stop ? calloc(params->n_stop, sizeof *job->stop) : NULL;
-    ok = job->prompt && (params->n_stop == 0 || job->stop) && gufo_cancel_create(&job->cancel) == GUFO_OK;
+    ok = job->tokens && (params->n_stop == 0 || job->stop) && gufo_cancel_create(&job->cancel) == GUFO_OK;
     if (ok) {
-        memcpy(job->prompt, params->prompt, params->n_prompt * sizeof *job->prompt);
+        memcpy(job->tokens, params->prompt, params->n_prompt * sizeof *job->tokens);
         job->n_prompt = params->n_prompt;
+        job->tokens_cap = params->n_prompt;
+        job->n_known = params->n_prompt;
         for (size_t i = 0; ok && i < params->n_stop; i++) {
             size_t len = strlen(params->stop[i]);
             job->stop[i] = malloc(len + 1);
@@ -142,7 +159,7 @@ void srv_job_release(srv_job *job)
     for (size_t i = 0; i < job->n_stop; i++)
         free(job->stop[i]);
     free(job->stop);
-    free(job->prompt);
+    free(job->tokens);
     free(job->out);
     free(job->gen);
     gufo_cancel_destroy(job->cancel);
@@ -304,6 +321,16 @@ static const char *missing_slot(const gufo_text_generation_iface *tg)
     return NULL;
 }
 
+void srv_sched_read_stats(srv_sched *s, srv_sched_stats *out)
+{
+    pthread_mutex_lock(&s->mu);
+    out->queued = s->n_queued;
+    out->active = s->n_active;
+    out->max_sessions = s->config.max_sessions;
+    pthread_mutex_unlock(&s->mu);
+    srv_cache_read_stats(s->cache, &out->cache);
+}
+
 const gufo_text_model_info *srv_sched_info(const srv_sched *sched)
 {
     return &sched->info;
@@ -315,6 +342,39 @@ uint32_t srv_sched_context(const srv_sched *sched)
 }
 
 static void active_remove(srv_sched *s, srv_job *job);
+
+/*
+ * Returns a finished job's session: into the conversation cache when its
+ * history is known exactly, else to the provider. After a failed step the
+ * session's state is not trusted, so it is destroyed.
+ */
+static void session_release(srv_sched *s, srv_job *job, srv_finish finish)
+{
+    uint32_t length = s->tg->session_length(s->config.model, job->session);
+    if (finish != SRV_FINISH_ERROR && !job->history_lost && length > 0 && length <= job->n_known)
+        srv_cache_put(s->cache, job->session, job->tokens, length);
+    else
+        s->tg->session_destroy(s->config.model, job->session);
+    job->session = NULL;
+}
+
+/* Records that the session appended `token` (a generated one), so a retained session's history is exact. */
+static void history_append(srv_job *job, gufo_token token)
+{
+    if (job->history_lost)
+        return;
+    if (job->n_known == job->tokens_cap) {
+        size_t cap = job->tokens_cap * 2 + 16;
+        gufo_token *grown = realloc(job->tokens, cap * sizeof *grown);
+        if (!grown) {
+            job->history_lost = true;
+            return;
+        }
+        job->tokens = grown;
+        job->tokens_cap = cap;
+    }
+    job->tokens[job->n_known++] = token;
+}
 
 /* Ends a job: releases text still held back (unless a stop string cut it),
  * publishes the finish state, returns the session and drops the scheduler's reference. */
@@ -331,13 +391,14 @@ static void job_finish(srv_sched *s, srv_job *job, srv_finish finish, const char
                                 GUFO_OK) {
             size_t len = 0;
             const char *text = gufo_text_buffer_data(s->piece, &len);
-            job_publish(job, job->gen, job->gen_len, job->n_generated);
+            job_publish(job, job->gen, job->gen_len, job->n_taken);
             job->gen_len = 0;
-            job_publish(job, text, len, job->n_generated);
+            job_publish(job, text, len, job->n_taken);
         }
     }
+    srv_metrics_job_finished(s->config.metrics, (int)finish, job->n_taken);
     if (job->session)
-        s->tg->session_destroy(s->config.model, job->session);
+        session_release(s, job, finish);
     job->session = NULL;
     gufo_sampler_destroy(job->sampler);
     job->sampler = NULL;
@@ -351,6 +412,12 @@ static void job_finish(srv_sched *s, srv_job *job, srv_finish finish, const char
     srv_job_release(job);
 }
 
+/* Failures that more free memory (or a free session slot) could cure: they answer 503, and the cache is evicted first. */
+static bool is_memory_status(gufo_status st)
+{
+    return st == GUFO_E_NO_MEMORY || st == GUFO_E_OVER_BUDGET || st == GUFO_E_LIMIT;
+}
+
 static void job_fail(srv_sched *s, srv_job *job, const char *what, gufo_status st, const gufo_error *err)
 {
     if (st == GUFO_E_CANCELLED || gufo_cancel_requested(job->cancel)) {
@@ -360,7 +427,7 @@ static void job_fail(srv_sched *s, srv_job *job, const char *what, gufo_status s
     char message[SRV_ERROR_LEN];
     snprintf(message, sizeof message, "%.64s: %.64s failed: %s", s->config.provider->id, what,
              err && err->message[0] ? err->message : gufo_status_str(st));
-    job_finish(s, job, SRV_FINISH_ERROR, message, st == GUFO_E_NO_MEMORY || st == GUFO_E_LIMIT);
+    job_finish(s, job, SRV_FINISH_ERROR, message, is_memory_status(st));
 }
 
 static bool is_end_of_generation(const srv_sched *s, gufo_token token)
@@ -371,7 +438,7 @@ static bool is_end_of_generation(const srv_sched *s, gufo_token token)
 
 static bool limit_reached(const srv_job *job)
 {
-    return job->max_tokens >= 0 && job->n_generated >= (uint64_t)job->max_tokens;
+    return job->max_tokens >= 0 && job->n_taken >= (uint64_t)job->max_tokens;
 }
 
 /*
@@ -412,13 +479,13 @@ static bool job_take_token(srv_sched *s, srv_job *job, gufo_token token)
     }
     memcpy(job->gen + job->gen_len, text, len);
     job->gen_len += len;
-    job->n_generated++;
+    job->n_taken++;
 
     /* A stop string ends the output before it; the stop string itself is never shown. */
     for (size_t i = 0; i < job->n_stop; i++) {
         const char *hit = find_bytes(job->gen, job->gen_len, job->stop[i], strlen(job->stop[i]));
         if (hit) {
-            job_publish(job, job->gen, (size_t)(hit - job->gen), job->n_generated);
+            job_publish(job, job->gen, (size_t)(hit - job->gen), job->n_taken);
             job->gen_len = 0;
             /* Already cut: finish without flushing held-back bytes after the stop string. */
             gufo_detok_state fresh = {0};
@@ -429,7 +496,7 @@ static bool job_take_token(srv_sched *s, srv_job *job, gufo_token token)
     }
     size_t hold = stop_holdback(job);
     size_t release = job->gen_len - hold;
-    if (!job_publish(job, job->gen, release, job->n_generated)) {
+    if (!job_publish(job, job->gen, release, job->n_taken)) {
         job_fail(s, job, "buffering output", GUFO_E_NO_MEMORY, NULL);
         return false;
     }
@@ -468,14 +535,52 @@ static void active_remove(srv_sched *s, srv_job *job)
     }
 }
 
+/*
+ * A session for a job that starts: a retained one that shares a prefix of its
+ * prompt (rewound to that prefix), else a new one. When the provider is out of
+ * memory or sessions, retained sessions are evicted, least recently used
+ * first, and creation is tried again.
+ */
+static gufo_status session_acquire(srv_sched *s, srv_job *job, gufo_error *err)
+{
+    size_t keep = 0;
+    gufo_text_session *session = srv_cache_take(s->cache, job->tokens, job->n_prompt, s->can_truncate, &keep);
+    if (session) {
+        uint32_t length = s->tg->session_length(s->config.model, session);
+        gufo_error ignored = {0};
+        bool usable = length >= keep &&
+                      (length == keep || s->tg->truncate(s->config.model, session, (uint32_t)keep, &ignored) == GUFO_OK) &&
+                      s->tg->session_length(s->config.model, session) == keep;
+        if (usable) {
+            job->session = session;
+            job->prefilled = keep;
+            pthread_mutex_lock(&job->mu);
+            job->n_cached = keep;
+            pthread_mutex_unlock(&job->mu);
+            return GUFO_OK;
+        }
+        /* The provider could not rewind it: start afresh rather than trust its state. */
+        s->tg->session_destroy(s->config.model, session);
+        srv_cache_unhit(s->cache, keep);
+    }
+    gufo_session_params sp = {.struct_size = sizeof sp, .context_length = s->context_length};
+    for (;;) {
+        gufo_status st = s->tg->session_create(s->config.model, &sp, &job->session, err);
+        if (st == GUFO_OK)
+            return GUFO_OK;
+        job->session = NULL;
+        if (!is_memory_status(st) || !srv_cache_evict_lru(s->cache))
+            return st;
+        memset(err, 0, sizeof *err);
+    }
+}
+
 /* Gives a newly admitted job its session and sampler. */
 static void job_start(srv_sched *s, srv_job *job)
 {
     gufo_error err = {0};
-    gufo_session_params sp = {.struct_size = sizeof sp, .context_length = s->context_length};
-    gufo_status st = s->tg->session_create(s->config.model, &sp, &job->session, &err);
+    gufo_status st = session_acquire(s, job, &err);
     if (st != GUFO_OK) {
-        job->session = NULL;
         active_remove(s, job);
         job_fail(s, job, "creating a session", st, &err);
         return;
@@ -487,6 +592,7 @@ static void job_start(srv_sched *s, srv_job *job)
         return;
     }
     job->phase = PHASE_PREFILL;
+    srv_metrics_job_started(s->config.metrics, job->n_prompt);
 }
 
 /* Returns false when the scheduler should exit. */
@@ -499,6 +605,9 @@ static bool admit(srv_sched *s)
         pthread_mutex_unlock(&s->mu);
         return false;
     }
+    s->iter_start_ns = now_ns();
+    s->iter_step_ns = s->iter_decode_ns = 0;
+    s->iter_decode_items = 0;
     /* Queued jobs whose deadline passed leave the line before anyone is admitted. */
     srv_job *expired = NULL;
     uint64_t now = now_ns();
@@ -613,13 +722,19 @@ static void decode_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
      * others' step; cancelled jobs are dropped between steps instead. */
     gufo_decode_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = n, .cancel = NULL};
     gufo_error err = {0};
+    uint64_t t0 = now_ns();
     gufo_status st = s->tg->decode(s->config.model, &batch, &err);
+    uint64_t spent = now_ns() - t0;
+    s->iter_step_ns += spent;
+    s->iter_decode_ns += spent;
+    s->iter_decode_items += n;
     for (size_t i = 0; i < n; i++) {
         srv_job *job = in_batch[i];
         if (st != GUFO_OK) {
             active_remove(s, job);
             job_fail(s, job, "decode", st, &err);
         } else {
+            history_append(job, items[i].token);
             job_take_token(s, job, next[i]); /* may finish (and free) the job */
         }
     }
@@ -638,8 +753,23 @@ static void prefill_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
         gufo_step_output output = {.sampler = job->sampler, .out_token = &first, .out_logits = NULL,
                                    .logits_kind = GUFO_MEMORY_HOST};
         gufo_error err = {0};
-        gufo_status st = s->tg->prefill(s->config.model, job->session, job->prompt + job->prefilled, count,
+        uint64_t t0 = now_ns();
+        gufo_status st = s->tg->prefill(s->config.model, job->session, job->tokens + job->prefilled, count,
                                         last ? &output : NULL, job->cancel, &err);
+        if (is_memory_status(st) && srv_cache_count(s->cache) > 0 &&
+            s->tg->session_length(s->config.model, job->session) == job->prefilled) {
+            /* Out of memory with sessions retained: give them all back and try this chunk once more. */
+            while (srv_cache_evict_lru(s->cache)) {
+            }
+            memset(&err, 0, sizeof err);
+            first = -1;
+            st = s->tg->prefill(s->config.model, job->session, job->tokens + job->prefilled, count,
+                                last ? &output : NULL, job->cancel, &err);
+        }
+        uint64_t spent = now_ns() - t0;
+        s->iter_step_ns += spent;
+        if (st == GUFO_OK)
+            srv_metrics_prefill(s->config.metrics, count, spent);
         if (st != GUFO_OK) {
             active_remove(s, job);
             job_fail(s, job, "prefill", st, &err);
@@ -648,6 +778,7 @@ static void prefill_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
         job->prefilled += count;
         if (last) {
             job->phase = PHASE_DECODE;
+            srv_metrics_first_token(s->config.metrics, (double)(now_ns() - job->submitted_ns) / 1e9);
             job_take_token(s, job, first); /* may finish (and free) the job */
         }
         return; /* one chunk per iteration: decode steps go between chunks */
@@ -667,6 +798,11 @@ static void *sched_main(void *arg)
         /* The decode step may have finished jobs: take the order again. */
         n = active_rotated(s, order, cap);
         prefill_step(s, order, n);
+        if (s->iter_decode_items) {
+            uint64_t total = now_ns() - s->iter_start_ns;
+            uint64_t core = total > s->iter_step_ns ? total - s->iter_step_ns : 0;
+            srv_metrics_decode_step(s->config.metrics, s->iter_decode_items, s->iter_decode_ns, core);
+        }
     }
     /* Shutdown: every job still queued or active ends as cancelled. */
     while (s->active) {
@@ -687,6 +823,9 @@ static void *sched_main(void *arg)
         gufo_cancel_fire(job->cancel, s->stop_reason);
         job_finish(s, job, SRV_FINISH_CANCELLED, NULL, false);
     }
+    /* Every retained session goes back too, from this thread, the only caller of session functions. */
+    while (srv_cache_evict_lru(s->cache)) {
+    }
     return NULL;
 }
 
@@ -702,7 +841,8 @@ srv_submit_result srv_sched_submit(srv_sched *s, srv_job *job)
         job_retain(job);
         job->next = NULL;
         job->phase = PHASE_QUEUED;
-        job->deadline_ns = job->timeout_ms ? now_ns() + job->timeout_ms * 1000000u : 0;
+        job->submitted_ns = now_ns();
+        job->deadline_ns = job->timeout_ms ? job->submitted_ns + job->timeout_ms * 1000000u : 0;
         if (s->queue_tail)
             s->queue_tail->next = job;
         else
@@ -713,6 +853,28 @@ srv_submit_result srv_sched_submit(srv_sched *s, srv_job *job)
     }
     pthread_mutex_unlock(&s->mu);
     return r;
+}
+
+/*
+ * The memory pool's pressure handler: an allocation of the model did not fit
+ * its budget. Retained sessions are the memory the core may take back, so
+ * they go, least recently used first, until the allocation would fit. Only
+ * on the scheduler thread: that is where the model allocates while serving,
+ * and the cache and session functions belong to it.
+ */
+static bool on_memory_pressure(void *userdata, gufo_memory_kind kind, uint64_t bytes)
+{
+    srv_sched *s = userdata;
+    if (!pthread_equal(pthread_self(), s->thread))
+        return false;
+    uint64_t limit = gufo_memory_limit(s->config.memory, kind);
+    bool freed = false;
+    while (srv_cache_evict_lru(s->cache)) {
+        freed = true;
+        if (limit && gufo_memory_used(s->config.memory, kind) + bytes <= limit)
+            break;
+    }
+    return freed;
 }
 
 int srv_sched_start(const srv_sched_config *config, srv_sched **out)
@@ -756,8 +918,12 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
         s->config.max_sessions = s->info.max_sessions;
     if (s->config.max_sessions == 0)
         s->config.max_sessions = 1;
-    if (gufo_text_buffer_create(0, &s->piece) != GUFO_OK) {
+    s->can_truncate = (s->info.cache_caps & GUFO_CACHE_TRUNCATE) && IFACE_HAS(tg, gufo_text_generation_iface, truncate);
+    s->cache = srv_cache_create(tg, config->model, config->cache_sessions, s->info.session_bytes_per_token);
+    if (gufo_text_buffer_create(0, &s->piece) != GUFO_OK || !s->cache) {
         host_error("out of memory");
+        gufo_text_buffer_destroy(s->piece);
+        srv_cache_destroy(s->cache);
         free(s);
         return HOST_EXIT_FAILURE;
     }
@@ -768,9 +934,13 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
         pthread_cond_destroy(&s->cv);
         pthread_mutex_destroy(&s->mu);
         gufo_text_buffer_destroy(s->piece);
+        srv_cache_destroy(s->cache);
         free(s);
         return HOST_EXIT_FAILURE;
     }
+    /* Set after the thread exists: the handler compares the allocating thread with it. */
+    if (config->memory)
+        gufo_memory_set_pressure_handler(config->memory, on_memory_pressure, s);
     *out = s;
     return HOST_EXIT_OK;
 }
@@ -792,6 +962,8 @@ void srv_sched_stop(srv_sched *s, const char *reason)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
+    if (s->config.memory)
+        gufo_memory_set_pressure_handler(s->config.memory, NULL, NULL);
 }
 
 void srv_sched_destroy(srv_sched *s)
@@ -802,5 +974,6 @@ void srv_sched_destroy(srv_sched *s)
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     gufo_text_buffer_destroy(s->piece);
+    srv_cache_destroy(s->cache); /* already empty: the thread returned every session */
     free(s);
 }

@@ -18,6 +18,22 @@
  *      still reading its prompt, round-robin, so a long prompt never stalls
  *      the streams that are already generating.
  *
+ * Deadlines: a job with srv_job_params.timeout_ms ends SRV_FINISH_DEADLINE
+ * once that time has passed since srv_sched_submit(), whether it still waits
+ * in the queue or runs (checked before every step).
+ *
+ * Conversation cache (server_cache.h): a job that ends without a failed step
+ * leaves its session, with the exact token history it holds, in the cache
+ * instead of destroying it. An admitted job first looks there for the session
+ * sharing the longest prefix with its prompt, rewinds it to that prefix with
+ * the provider's truncate() (only a session that needs no rewinding
+ * qualifies when the model lacks GUFO_CACHE_TRUNCATE) and prefills only the
+ * rest; srv_job_cached_tokens() then reports the reused tokens. Retained
+ * sessions are evicted least recently used when the cache is full, when
+ * session_create() or a prefill chunk fails for memory or for the session
+ * limit (then tried again), and from the memory pool's pressure handler.
+ * Output does not depend on the cache: the same tokens reach the same state.
+ *
  * A job's text leaves the scheduler through srv_job_take(): raw model text
  * with stop strings already cut (text that might still become a stop string
  * is held back until decided). Jobs are reference counted: the submitter and
@@ -29,9 +45,13 @@
 #include <stddef.h>
 
 #include <gufo/ext/cancel.h>
+#include <gufo/ext/memory.h>
 #include <gufo/ext/provider.h>
 #include <gufo/ext/sampling.h>
 #include <gufo/ext/text_generation.h>
+
+#include "server_cache.h"
+#include "server_metrics.h"
 
 typedef struct srv_sched srv_sched;
 typedef struct srv_job srv_job;
@@ -64,7 +84,18 @@ typedef struct srv_sched_config {
     uint32_t context_length;        /* per session; 0 = the model's */
     uint32_t max_sessions;          /* active jobs at once (>= 1) */
     uint32_t max_queue;             /* jobs waiting for a session before submit says "full" */
+    uint32_t cache_sessions;        /* finished sessions retained for reuse (0 = none); see server_cache.h */
+    gufo_memory *memory;            /* the model's pool (may be NULL): its pressure handler evicts retained sessions */
+    srv_metrics *metrics;           /* tokens, jobs, time to first token, step-time split (may be NULL) */
 } srv_sched_config;
+
+/** Gauges for /metrics; any thread. */
+typedef struct srv_sched_stats {
+    uint32_t queued;                /* waiting for a session */
+    uint32_t active;                /* holding a session */
+    uint32_t max_sessions;          /* active at most */
+    srv_cache_stats cache;
+} srv_sched_stats;
 
 /** Submission results. */
 typedef enum srv_submit_result {
@@ -78,6 +109,9 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out);
 
 /** Model facts the scheduler read (for request validation on HTTP threads). */
 const gufo_text_model_info *srv_sched_info(const srv_sched *sched);
+
+/** Reads the gauges (any thread). */
+void srv_sched_read_stats(srv_sched *sched, srv_sched_stats *out);
 
 /** The session context length in effect. */
 uint32_t srv_sched_context(const srv_sched *sched);

@@ -144,3 +144,47 @@ export async function runGroups(file, groups, watchdogSeconds = 240) {
     process.exit(1);
   }
 }
+
+// GET /metrics (Prometheus text format 0.0.4) parsed into
+// { samples: [{name, labels: {..}, value}], types: {name: type}, help: {name: text}, text }.
+export async function scrapeMetrics(server, headers = {}) {
+  const res = await fetch(`${server.base}/metrics`, { headers });
+  const text = await res.text();
+  assert.equal(res.status, 200, `GET /metrics: ${res.status} ${text}`);
+  assert.match(res.headers.get('content-type') || '', /^text\/plain; version=0\.0\.4/);
+  const samples = [];
+  const types = {};
+  const help = {};
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    let m = line.match(/^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/);
+    if (m) {
+      (m[1] === 'HELP' ? help : types)[m[2]] = m[3];
+      continue;
+    }
+    assert.ok(!line.startsWith('#'), `unexpected comment line: ${line}`);
+    m = line.match(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/);
+    assert.ok(m, `not a sample line: ${JSON.stringify(line)}`);
+    const labels = {};
+    if (m[3]) {
+      for (const part of m[3].match(/[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"/g) || []) {
+        const eq = part.indexOf('=');
+        labels[part.slice(0, eq)] = JSON.parse(part.slice(eq + 1));
+      }
+    }
+    const value = m[4] === '+Inf' ? Infinity : m[4] === '-Inf' ? -Infinity : Number(m[4]);
+    assert.ok(!Number.isNaN(value) || m[4] === 'NaN', `bad value in ${line}`);
+    samples.push({ name: m[1], labels, value });
+  }
+  return { samples, types, help, text };
+}
+
+// The sum of the samples named `name` whose labels include `labels` (0 when none).
+export function metricValue(metrics, name, labels = {}) {
+  let sum = 0;
+  for (const s of metrics.samples) {
+    if (s.name !== name) continue;
+    if (Object.entries(labels).every(([k, v]) => s.labels[k] === v)) sum += s.value;
+  }
+  return sum;
+}
