@@ -58,6 +58,9 @@ static const cli_option serve_options[] = {
     {.name = "memory-budget", .type = CLI_BUDGET, .metavar = "SIZE",
      .help = "Most memory the model may use, for host and device alike (512M, 4G), or each on its own "
              "(host=8G,device=20G); 0 = no limit (default)."},
+    {.name = "idle-timeout", .type = CLI_INT, .metavar = "SECONDS", .min = 0, .max = 86400, .default_value = "60",
+     .help = "Close a connection that sends nothing for this long: before or between requests, or half-way "
+             "through one (never while its answer is being worked on or streamed); 0 = never."},
     {.name = "request-timeout", .type = CLI_FLOAT, .metavar = "SECONDS",
      .help = "Deadline per request, counted from when it is queued (fractions allowed); a request still waiting or "
              "generating then ends with 408. Default: none."},
@@ -302,6 +305,7 @@ static int run_serve(const host_context *ctx, const cli_args *args)
             .n_routes = n_routes,
             .app = &app,
             .metrics = metrics,
+            .idle_timeout_s = (unsigned)cli_args_int(args, "idle-timeout"),
         };
         rc = srv_http_start(&hc, &http);
     }

@@ -345,6 +345,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         *upload_data_size = 0;
         return MHD_YES;
     }
+    /* The whole request is here: from now on the model's pace, not the client's, sets the timing. */
+    if (http->config.idle_timeout_s)
+        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     if (req->oversize) {
         srv_http_respond_error(req, 413, "request_too_large", NULL, "The request body is over the limit of %zu bytes.",
                                http->config.max_body);
@@ -359,7 +362,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
 static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)connection;
     (void)toe;
     srv_http *http = cls;
     srv_http_request *req = *con_cls;
@@ -370,6 +372,9 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
     double seconds = (double)(now.tv_sec - req->arrived.tv_sec) + (double)(now.tv_nsec - req->arrived.tv_nsec) / 1e9;
     /* Unknown paths share one label, so a scanner cannot grow the metrics without bound. */
     srv_metrics_request_done(http->config.metrics, req->route ? req->route->path : "other", req->status, seconds);
+    /* Answered: an idle keep-alive connection must not hold its thread forever. */
+    if (http->config.idle_timeout_s)
+        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, http->config.idle_timeout_s);
     free(req->body);
     free(req);
     *con_cls = NULL;
@@ -403,6 +408,7 @@ int srv_http_start(const srv_http_config *config, srv_http **out)
                                     MHD_OPTION_SOCK_ADDR, addrs->ai_addr,
                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
                                     MHD_OPTION_CONNECTION_LIMIT, config->max_connections,
+                                    MHD_OPTION_CONNECTION_TIMEOUT, config->idle_timeout_s,
                                     MHD_OPTION_END);
     freeaddrinfo(addrs);
     if (!http->daemon) {

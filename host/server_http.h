@@ -7,6 +7,13 @@
  * for a hang-up, so a client that goes away cancels its job within one wait
  * slice (about 50 ms), not when the model finally writes to a dead socket.
  *
+ * Idle connections: each connection holds a thread, so one that sends nothing
+ * (or stops half-way through its request, or idles on keep-alive after an
+ * answer) is closed after `idle_timeout_s` without traffic. While a handler
+ * works on a request, and while a stream is being produced, the timeout is
+ * off: the model may take longer than that to produce the next bytes, and
+ * the handlers watch for hang-ups themselves.
+ *
  * This layer owns: binding, the bearer API key (constant-time compare), the
  * request body limit (413), routing by method and path, and the OpenAI error
  * shape. The OpenAI semantics live in server_openai.c.
@@ -48,6 +55,7 @@ typedef struct srv_http_config {
     size_t n_routes;
     void *app;                /* passed to every handler (unless its route has a context) */
     srv_metrics *metrics;     /* counts requests by route and status, in flight, durations (may be NULL) */
+    unsigned idle_timeout_s;  /* close a connection that sends nothing this long (0 = never); see below */
 } srv_http_config;
 
 /** Binds and starts serving. Prints errors itself; returns HOST_EXIT_*. */
