@@ -133,6 +133,13 @@ typedef struct parser {
     uint8_t *win; /* sliding window over the file (fd only) */
     size_t win_cap, win_len;
     uint64_t win_off;
+    /* An offset the header, key/values and tensor infos are known to reach,
+     * from the minimum size of what is still to parse. The window reads
+     * ahead only up to it, so METADATA mode never reads a byte of tensor
+     * data (or of the padding before it), however the fields are laid out. */
+    uint64_t floor;
+    uint64_t n_tensors;   /* declared tensor count, for the floor */
+    uint64_t kv_rest_min; /* least bytes after the key/value being parsed */
 } parser;
 
 /* "a 1024-byte file" but "an 8-byte file", "an 11-byte file", "an 18000-byte file". */
@@ -163,6 +170,21 @@ static gufo_status fail_at(parser *p, gufo_status status, uint64_t offset, const
 
 static uint64_t remaining(const parser *p) { return p->size - p->pos; }
 
+/* Records that at least `bytes` more bytes of metadata follow pos (saturating;
+ * never past the end of the file). */
+static void raise_floor(parser *p, uint64_t bytes)
+{
+    if (bytes > remaining(p)) bytes = remaining(p);
+    if (p->pos + bytes > p->floor) p->floor = p->pos + bytes;
+}
+
+/* a * b + c, saturated at UINT64_MAX (floors only need a lower bound). */
+static uint64_t sat_mul_add(uint64_t a, uint64_t b, uint64_t c)
+{
+    if (b && a > (UINT64_MAX - c) / b) return UINT64_MAX;
+    return a * b + c;
+}
+
 /* ---- Reading bytes ------------------------------------------------------- */
 
 static gufo_status read_fully(parser *p, uint8_t *dst, size_t n, uint64_t offset)
@@ -185,7 +207,11 @@ static gufo_status fill_window(parser *p, uint64_t n)
 {
     if (p->pos >= p->win_off && p->pos - p->win_off <= p->win_len && n <= p->win_len - (p->pos - p->win_off))
         return GUFO_OK;
-    uint64_t want = n > WINDOW_CHUNK ? n : WINDOW_CHUNK;
+    /* Read ahead a chunk, but never past the known end of the metadata: the
+     * bytes asked for are metadata by definition, the floor bounds the rest. */
+    uint64_t ahead = p->floor > p->pos ? p->floor - p->pos : 0;
+    if (ahead > WINDOW_CHUNK) ahead = WINDOW_CHUNK;
+    uint64_t want = n > ahead ? n : ahead;
     if (want > remaining(p)) want = remaining(p);
     if (want > SIZE_MAX) return NO_MEMORY(p);
     /* Bytes from pos on that the window already holds. We only get here when
@@ -426,6 +452,8 @@ static gufo_status parse_array(parser *p, kv_entry *e, uint64_t index)
     if (count > remaining(p) / esize)
         return FAIL(p, count_at, "array '%s' claims %" PRIu64 " elements of type %s, more than the %" PRIu64
                     " bytes left in the file can hold", e->key, count, type_name((gufo_gguf_type)et), remaining(p));
+    /* Each element takes at least esize bytes (a string its 8-byte length). */
+    raise_floor(p, sat_mul_add(count, esize, p->kv_rest_min));
     e->value.array_type = (gufo_gguf_type)et;
     e->value.count = count;
     e->value.v.u64 = index;
@@ -557,6 +585,8 @@ static gufo_status parse_header(parser *p, uint64_t *n_tensors, uint64_t *n_kv)
     if (*n_kv > (body - *n_tensors * MIN_TENSOR_BYTES) / MIN_KV_BYTES)
         return FAIL(p, 16, "metadata count %" PRIu64 " exceeds what %s %" PRIu64 "-byte file can hold", *n_kv,
                     article(p->size), p->size);
+    p->n_tensors = *n_tensors;
+    raise_floor(p, sat_mul_add(*n_kv, MIN_KV_BYTES, *n_tensors * MIN_TENSOR_BYTES));
     return GUFO_OK;
 }
 
@@ -586,6 +616,8 @@ static gufo_status parse_metadata(parser *p, uint64_t n_kv)
 {
     gufo_gguf *g = p->g;
     for (uint64_t i = 0; i < n_kv; i++) {
+        p->kv_rest_min = sat_mul_add(n_kv - i - 1, MIN_KV_BYTES, p->n_tensors * MIN_TENSOR_BYTES);
+        raise_floor(p, sat_mul_add(1, MIN_KV_BYTES, p->kv_rest_min));
         gufo_status st = parse_kv(p, i);
         if (st != GUFO_OK) return st;
     }
@@ -714,6 +746,7 @@ static gufo_status parse_tensors(parser *p, uint64_t n_tensors)
 {
     gufo_gguf *g = p->g;
     for (uint64_t i = 0; i < n_tensors; i++) {
+        raise_floor(p, sat_mul_add(n_tensors - i, MIN_TENSOR_BYTES, 0));
         gufo_status st = parse_tensor_info(p, i);
         if (st != GUFO_OK) return st;
     }
