@@ -93,3 +93,18 @@ gufo_extension_test(qwen_model_tests SOURCES tests/test_model.c LINK qwen_cpu cj
 # qwen_random_model's tiny shape in bf16/q8_0/q4_k_m: metadata, recipe, values, loads and runs.
 gufo_extension_test(qwen_random_model_tests SOURCES tests/test_random_model.c LINK qwen_cpu m
     ARGS "$<TARGET_FILE:qwen_random_model>" "${qwen_vocab_gguf}" "${GUFO_EXTENSION_BINARY_DIR}")
+# benchmarks/qwen/compare.py --self-test: its GGUF reading, arithmetic and tables on tiny models
+# from qwen_random_model; with -DGUFO_LLAMA_CPP_BIN=<a llama.cpp build's bin directory> also a
+# short end-to-end CPU comparison of gufo and llama.cpp. Without that directory it skips (77)
+# after the checks that need no llama.cpp.
+set(GUFO_LLAMA_CPP_BIN "" CACHE PATH "A llama.cpp build's bin directory for the qwen benchmark self-test")
+if(BUILD_TESTING AND TARGET qwen_random_model)
+    add_test(NAME qwen.qwen_bench_compare_selftest
+             COMMAND "${GUFO_PYTHON}" "${GUFO_EXTENSION_DIR}/../../benchmarks/qwen/compare.py" --self-test
+                     --gufo "$<$<TARGET_EXISTS:gufo>:$<TARGET_FILE:gufo>>"
+                     --qwen-random-model "$<TARGET_FILE:qwen_random_model>" --vocab "${qwen_vocab_gguf}"
+                     --models "${GUFO_EXTENSION_BINARY_DIR}/bench-selftest/models"
+                     --out "${GUFO_EXTENSION_BINARY_DIR}/bench-selftest/out" --llama-cpp "${GUFO_LLAMA_CPP_BIN}")
+    set_tests_properties(qwen.qwen_bench_compare_selftest PROPERTIES
+                         LABELS "extension;extension:qwen" SKIP_RETURN_CODE 77 TIMEOUT 900)
+endif()
