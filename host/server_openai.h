@@ -6,6 +6,10 @@
  *   generated text         -> the model's tool parser -> content, reasoning_content, tool_calls
  * and answers every problem with an OpenAI error object and the right status.
  *
+ * Shared request reading lives in server_request.h, running a generation in
+ * server_generation.h; the Responses and Anthropic Messages protocols in
+ * server_responses.h and server_anthropic.h.
+ *
  * Handlers run on HTTP connection threads. They only use the thread-safe text
  * slots of the provider (render_chat, tokenize, tool parsers); every step runs
  * on the scheduler thread (server_sched.h).
@@ -37,7 +41,17 @@ typedef struct srv_app {
     atomic_ullong next_id;         /* for chatcmpl-/call_ ids */
 } srv_app;
 
-/** The route table (static data); handlers expect a srv_app as their `app`. */
+/**
+ * Every route of the server: /health, /v1/models and the capability-routed
+ * model endpoints (server_capabilities.h). Handlers expect a srv_app as
+ * their `app`. Call once at start-up, before the HTTP layer starts.
+ */
 const srv_http_route *srv_openai_routes(size_t *n_routes);
+
+/** POST /v1/chat/completions (text generation models only; routed by server_capabilities.c). */
+void srv_openai_handle_chat(void *app, srv_http_request *req);
+
+/** POST /v1/completions (text generation models only). */
+void srv_openai_handle_completions(void *app, srv_http_request *req);
 
 #endif /* GUFO_HOST_SERVER_OPENAI_H */

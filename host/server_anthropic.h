@@ -1,0 +1,26 @@
+/* host/server_anthropic.h — POST /v1/messages, the Anthropic Messages API
+ * as Claude Code sends it.
+ *
+ * `system` (string or text blocks) and `messages` (content a string or
+ * text / tool_use / tool_result / thinking blocks) become a gufo_chat for the
+ * model's template; `tools` ({name, description, input_schema}) become chat
+ * tools; tool_choice auto / any / tool / none. The answer is a `message`
+ * with thinking, text and tool_use content blocks, stop_reason end_turn /
+ * max_tokens / tool_use, and usage with cache_read_input_tokens. Streaming
+ * sends message_start, ping, content_block_start / content_block_delta
+ * (text_delta, thinking_delta, input_json_delta) / content_block_stop,
+ * message_delta and message_stop. Every error is Anthropic's shape:
+ *   {"type": "error", "error": {"type": "invalid_request_error", "message": ...}}
+ */
+#ifndef GUFO_HOST_SERVER_ANTHROPIC_H
+#define GUFO_HOST_SERVER_ANTHROPIC_H
+
+#include "server_http.h"
+
+/** The handler; `app` is a srv_app whose model generates text. */
+void srv_anthropic_handle_messages(void *app, srv_http_request *req);
+
+/** Answers `status` with an Anthropic error object whose type follows from the status. */
+void srv_anthropic_respond_error(srv_http_request *req, unsigned status, const char *fmt, ...) GUFO_EXT_PRINTF(3, 4);
+
+#endif /* GUFO_HOST_SERVER_ANTHROPIC_H */

@@ -1,0 +1,118 @@
+/* host/server_generation.h — one text generation for an HTTP request, the
+ * same for every protocol: render the chat with the model's template,
+ * tokenize, check the context, start the model's tool-call parser, submit a
+ * job to the scheduler, then move the job's text through the parser into the
+ * protocol's sink (content, reasoning, tool calls), and map how the job ended
+ * to an HTTP status.
+ *
+ * Also the SSE writer and the streaming driver: a protocol supplies its first
+ * events, its sink (which writes events while text arrives) and its last
+ * events; the driver does the waiting, the hang-up checks and the cleanup.
+ */
+#ifndef GUFO_HOST_SERVER_GENERATION_H
+#define GUFO_HOST_SERVER_GENERATION_H
+
+#include "server_request.h"
+
+/** What to generate. */
+typedef struct srv_gen_params {
+    const gufo_chat *chat;          /* rendered by the model's template; NULL for a raw prompt */
+    const char *prompt;             /* raw prompt text when chat is NULL */
+    size_t prompt_len;
+    gufo_sampling_params sampling;
+    int64_t max_tokens;             /* < 0: until the model stops or the context is full */
+    const char *const *stop;
+    size_t n_stop;
+    srv_tool_choice tool_choice;    /* REQUIRED / NAMED are checked at the end (srv_generation_tool_choice_met) */
+    const char *prompt_param;       /* request field named in prompt errors ("messages", "input") */
+    const char *max_tokens_param;   /* request field named when prompt + max_tokens overflow */
+} srv_gen_params;
+
+/** A running generation. Zero-initialise, then srv_generation_start. */
+typedef struct srv_generation {
+    srv_app *app;
+    srv_job *job;
+    gufo_tool_parser *parser;       /* NULL: text passes through as content */
+    gufo_text_buffer *piece;        /* scratch for srv_job_take */
+    gufo_output_sink sink;          /* the protocol's */
+    srv_tool_choice tool_choice;
+    size_t n_prompt;
+    size_t n_tool_calls;
+    size_t n_matching_calls;        /* calls that satisfy tool_choice */
+    bool parser_finished;
+    bool oom;
+} srv_generation;
+
+/**
+ * Renders, tokenizes, checks the context and submits. On failure `e` says
+ * why (400 template/tokens/context, 429 queue full, 503 memory or shutdown)
+ * and `g` needs only srv_generation_free. The deadline is the server's
+ * --request-timeout.
+ */
+bool srv_generation_start(srv_app *app, const srv_gen_params *params, const gufo_output_sink *sink,
+                          srv_generation *g, srv_api_error *e);
+
+/**
+ * Waits up to one slice (about 50 ms) for text, feeds it through the parser
+ * into the sink and returns the job's state (SRV_FINISH_NONE while it runs).
+ * When the job ended normally (stop, length, deadline) the parser's held-back
+ * text is flushed into the sink too.
+ */
+srv_finish srv_generation_pump(srv_generation *g);
+
+/** Non-streaming: pumps until the end, cancelling the job if the client hangs up. */
+srv_finish srv_generation_wait(srv_generation *g, srv_http_request *req);
+
+/**
+ * True when the job did not end in an answer: cancelled (503), failed
+ * (500/503), deadline (408 "request_timeout"), out of memory (503); `e`
+ * says which.
+ */
+bool srv_generation_failed(const srv_generation *g, srv_finish finish, srv_api_error *e);
+
+/** False when tool_choice required a (named) tool call and the output has none; `e` then says so (422). */
+bool srv_generation_tool_choice_met(const srv_generation *g, srv_api_error *e);
+
+/** Tokens generated, and prompt tokens served from the conversation cache. */
+size_t srv_generation_completion_tokens(const srv_generation *g);
+size_t srv_generation_cached_tokens(const srv_generation *g);
+
+/** Cancels the job if it still runs and frees everything. */
+void srv_generation_free(srv_generation *g);
+
+/** A fresh id: prefix + time + counter ("chatcmpl-…", "resp_…", "msg_…", "call_…"). */
+void srv_new_id(srv_app *app, const char *prefix, char *out, size_t cap);
+
+/* ---- server-sent events ---------------------------------------------------- */
+
+/** Where a stream's events go during one fill. */
+typedef struct srv_sse {
+    gufo_text_buffer *out;
+    bool oom;
+} srv_sse;
+
+/** Appends `event: NAME\n` (when name is not NULL) and `data: JSON\n\n`; takes `json` (`name` may point into it). */
+void srv_sse_event(srv_sse *sse, const char *name, cJSON *json);
+
+/** Appends raw text (such as "data: [DONE]\n\n"). */
+void srv_sse_raw(srv_sse *sse, const char *text);
+
+/** What a protocol plugs into the streaming driver. */
+typedef struct srv_stream_protocol {
+    /** First events, before any text (chat's role delta, response.created, message_start). */
+    void (*begin)(void *state, srv_sse *sse, srv_generation *g);
+    /** Last events once the job ended; an error (deadline, failure, unmet tool_choice) when `failed`. */
+    void (*end)(void *state, srv_sse *sse, srv_generation *g, srv_finish finish, const srv_api_error *failed);
+    /** Frees `state` (called once, however the stream ended). */
+    void (*destroy)(void *state);
+} srv_stream_protocol;
+
+/**
+ * Answers with an SSE stream. `g` is moved into the stream (the caller must
+ * not free it); `state` is the protocol's and holds `sse`, which its sink
+ * writes to. On failure everything is freed and an error answered.
+ */
+void srv_generation_stream(srv_http_request *req, srv_generation *g, const srv_stream_protocol *proto, void *state,
+                           srv_sse *sse);
+
+#endif /* GUFO_HOST_SERVER_GENERATION_H */

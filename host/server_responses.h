@@ -1,0 +1,22 @@
+/* host/server_responses.h — POST /v1/responses, the OpenAI Responses API
+ * (the wire API Codex speaks).
+ *
+ * Stateless: `input` (a string or a list of message, function_call,
+ * function_call_output and reasoning items) plus `instructions` is the whole
+ * conversation; nothing is stored, so `previous_response_id` is refused with
+ * 400 and `store` is accepted but has no effect. Function tools only (the
+ * flat Responses shape); tool_choice none/auto/required/named. The answer is
+ * a `response` object whose `output` holds a reasoning item (when the model
+ * thought), a message item with one output_text part, and one function_call
+ * item per tool call; streaming sends the Responses event sequence
+ * (response.created ... response.completed), each with a sequence_number.
+ */
+#ifndef GUFO_HOST_SERVER_RESPONSES_H
+#define GUFO_HOST_SERVER_RESPONSES_H
+
+#include "server_http.h"
+
+/** The handler; `app` is a srv_app whose model generates text. */
+void srv_responses_handle(void *app, srv_http_request *req);
+
+#endif /* GUFO_HOST_SERVER_RESPONSES_H */
