@@ -29,10 +29,10 @@ if (!existsSync(MODEL)) {
 
 const servers = new Set();
 
-// Starts `gufo serve` and resolves once it prints its serving line.
-export function startServer(extra = []) {
+// Starts `gufo serve` (on GUFO_MODEL unless `model` names another file) and resolves once it prints its serving line.
+export function startServer(extra = [], model = MODEL) {
   return new Promise((resolve, reject) => {
-    const child = spawn(BIN, ['serve', '--model', MODEL, '--port', '0', ...extra], {
+    const child = spawn(BIN, ['serve', '--model', model, '--port', '0', ...extra], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     servers.add(child);

@@ -5,17 +5,20 @@
 // routing; deadlines.
 //
 //   node protocols_test.mjs GROUP
-//     (GROUP: responses | messages | responses_errors | messages_errors | capabilities | tool_choice | deadline)
+//     (GROUP: responses | messages | responses_errors | messages_errors | capabilities | tool_choice | tools_model
+//      | deadline)
 //
 // Environment and exit codes as server_test.mjs (harness.mjs). The model is
 // the qwen golden tiny.gguf: random weights, so the text is gibberish, but
 // greedy decoding is deterministic, so every protocol must give exactly the
 // text chat completions gives for the same conversation.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  MODEL_ID, MESSAGES, clientDir, startServer, stopServer, client, post, assertErrorObject, runGroups,
+  MODEL, MODEL_ID, MESSAGES, clientDir, startServer, stopServer, client, post, assertErrorObject, runGroups,
 } from './harness.mjs';
 
 const anthropicEntry = join(clientDir, 'node_modules', '@anthropic-ai', 'sdk', 'index.mjs');
@@ -39,8 +42,8 @@ function assertAnthropicError(r, status, what, type) {
   if (type) assert.equal(r.json.error.type, type, `${what}: ${r.text}`);
 }
 
-async function withServer(args, body) {
-  const server = await startServer(args);
+async function withServer(args, body, model = MODEL) {
+  const server = await startServer(args, model);
   try {
     await body(server);
   } finally {
@@ -397,6 +400,87 @@ async function groupToolChoice() {
   });
 }
 
+// ---- tools with a model whose context holds them --------------------------------------
+
+// The qwen extension's random-model tool writes a Qwen3 of the tiny shape with the real
+// vocabulary and chat template and a 4096-token context: room for the tool preamble. Its
+// output is still random, so it never calls a tool: what is checked is that each
+// protocol's tools render to the same prompt (same tokens, same greedy text as chat), and
+// that a required / named tool_choice the model ignores is answered as documented
+// (422 tool_choice_not_satisfied; a failure event at the end of a stream).
+async function groupToolsModel() {
+  const generator = process.env.GUFO_QWEN_RANDOM_MODEL;
+  const vocab = process.env.GUFO_QWEN_VOCAB;
+  if (!generator || !existsSync(generator) || !vocab || !existsSync(vocab)) {
+    console.log(`SKIP: needs qwen_random_model and qwen3-vocab.gguf (GUFO_QWEN_RANDOM_MODEL=${generator}, ` +
+      `GUFO_QWEN_VOCAB=${vocab}; the vocabulary needs npm ci in extensions/qwen/tests/reference)`);
+    process.exit(77);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'gufo-protocols-'));
+  try {
+    const model = join(dir, 'tools4k.gguf');
+    const gen = spawnSync(generator, ['--shape', 'tiny', '--type', 'q8_0', '--vocab', vocab, '--out', model, '--threads', '2'],
+      { encoding: 'utf8', timeout: 120000 });
+    assert.equal(gen.status, 0, gen.stderr);
+    await withServer([], async (server) => {
+      const openai = client(server);
+      const claude = anthropic(server);
+      const user = [{ role: 'user', content: 'Weather in Oslo?' }];
+      const chat = await openai.chat.completions.create({ model: 'tools4k', messages: user, max_tokens: 12, temperature: 0,
+        tools: [{ type: 'function', function: TOOL }] });
+      assert.ok(chat.usage.prompt_tokens > 100, `the tool preamble is rendered: ${chat.usage.prompt_tokens} prompt tokens`);
+      const text = chat.choices[0].message.content;
+      const resp = await openai.responses.create({ model: 'tools4k', input: user, max_output_tokens: 12, temperature: 0,
+        tools: [{ type: 'function', ...TOOL }] });
+      assert.equal(resp.usage.input_tokens, chat.usage.prompt_tokens, 'responses tools render like chat tools');
+      assert.equal(resp.output_text, text);
+      const msg = await claude.messages.create({ model: 'tools4k', messages: user, max_tokens: 12, temperature: 0,
+        tools: [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.parameters }] });
+      assert.equal(msg.usage.input_tokens, chat.usage.prompt_tokens, 'anthropic tools render like chat tools');
+      assert.equal(msg.content.filter((b) => b.type === 'text').map((b) => b.text).join(''), text);
+
+      // Required / named tool_choice that the model does not follow: 422 in each protocol's shape.
+      const base = { messages: user, max_tokens: 12, temperature: 0, tools: [{ type: 'function', function: TOOL }] };
+      for (const choice of ['required', { type: 'function', function: { name: TOOL.name } }]) {
+        const r = await post(server, '/v1/chat/completions', { ...base, tool_choice: choice });
+        assertErrorObject(r, 422, `chat tool_choice ${JSON.stringify(choice)}`);
+        assert.equal(r.json.error.code, 'tool_choice_not_satisfied');
+        assert.equal(r.json.error.param, 'tool_choice');
+      }
+      const named = await post(server, '/v1/chat/completions', { ...base, tool_choice: { type: 'function', function: { name: TOOL.name } } });
+      assert.match(named.json.error.message, /get_weather/);
+      const stream = await post(server, '/v1/chat/completions', { ...base, tool_choice: 'required', stream: true });
+      assert.equal(stream.status, 200);
+      assert.match(stream.text, /"code":"tool_choice_not_satisfied"/);
+      assert.doesNotMatch(stream.text, /\[DONE\]/, 'a failed stream ends without [DONE]');
+      await assert.rejects(openai.chat.completions.create({ ...base, model: 'tools4k', tool_choice: 'required' }),
+        (e) => e.status === 422);
+
+      const rbase = { input: user, max_output_tokens: 12, temperature: 0, tools: [{ type: 'function', ...TOOL }] };
+      const r422 = await post(server, '/v1/responses', { ...rbase, tool_choice: 'required' });
+      assertErrorObject(r422, 422, 'responses tool_choice required');
+      assert.equal(r422.json.error.code, 'tool_choice_not_satisfied');
+      const rstream = await post(server, '/v1/responses', { ...rbase, tool_choice: { type: 'function', name: TOOL.name }, stream: true });
+      assert.match(rstream.text, /event: response\.failed\n/);
+      assert.match(rstream.text, /"code":"tool_choice_not_satisfied"/);
+
+      const mbase = { messages: user, max_tokens: 12, temperature: 0,
+        tools: [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.parameters }] };
+      const m422 = await post(server, '/v1/messages', { ...mbase, tool_choice: { type: 'any' } });
+      assertAnthropicError(m422, 422, 'messages tool_choice any', 'invalid_request_error');
+      assert.match(m422.json.error.message, /tool_choice/);
+      const mstream = await post(server, '/v1/messages', { ...mbase, tool_choice: { type: 'tool', name: TOOL.name }, stream: true });
+      assert.match(mstream.text, /event: error\n/);
+      assert.doesNotMatch(mstream.text, /event: message_stop/);
+      // "auto" (the default) and "none" answer normally.
+      assert.equal((await post(server, '/v1/messages', { ...mbase, tool_choice: { type: 'auto' } })).status, 200);
+      assert.equal((await post(server, '/v1/responses', { ...rbase, tool_choice: 'none' })).status, 200);
+    }, model);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 // ---- deadlines --------------------------------------------------------------------
 
 // One session, one thread, a deadline far shorter than a burst takes: requests at the back
@@ -451,5 +535,6 @@ await runGroups('protocols_test.mjs', {
   messages_errors: groupMessagesErrors,
   capabilities: groupCapabilities,
   tool_choice: groupToolChoice,
+  tools_model: groupToolsModel,
   deadline: groupDeadline,
 });
