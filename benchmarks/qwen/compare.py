@@ -279,10 +279,12 @@ def test_name(kind, n, depth):
     return "%s%d@d%d" % (kind, n, depth)
 
 
-def llama_bench_commands(args, model, tests, reps):
+def llama_bench_commands(args, model, tests, reps, warmup=True):
     """llama-bench runs a cross product of -p/-n/-d; one command per (kind, depth set)."""
     exe = os.path.join(args.llama_cpp, "llama-bench")
     common = ["-m", model, "-r", str(reps), "-fa", "1", "-ngl", str(args.ngl), "-o", "json"]
+    if not warmup:  # a 32k/128k prefill needs no warm-up run: it would double the time for nothing
+        common.append("--no-warmup")
     if args.threads:
         common += ["-t", str(args.threads)]
     cmds = []
@@ -299,7 +301,7 @@ def llama_bench_commands(args, model, tests, reps):
     return cmds
 
 
-def gufo_bench_commands(args, model, tests, reps):
+def gufo_bench_commands(args, model, tests, reps, warmup=True):
     """gufo bench takes one -p and one -n per run, and a list of depths."""
     common = [args.gufo, "bench", "--model", model, "-r", str(reps), "--json"]
     if args.threads:
@@ -328,9 +330,10 @@ def record_bench_rows(rows, engine, results, memory, seconds):
         results.setdefault(test_name(kind, n, depth), {})[engine] = entry
 
 
-def run_bench_group(args, engine, model, tests, reps, results, budget, log):
+def run_bench_group(args, engine, model, tests, reps, results, budget, log, warmup=True):
     """Runs one engine over a group of tests; a failure or timeout marks its tests."""
-    commands = (llama_bench_commands if engine == "llama.cpp" else gufo_bench_commands)(args, model, tests, reps)
+    build = llama_bench_commands if engine == "llama.cpp" else gufo_bench_commands
+    commands = build(args, model, tests, reps, warmup)
     for cmd in commands:
         wanted = [t for t in tests if test_name(*t) in command_tests(cmd, engine)]
         if budget.left() < args.min_run_s:
@@ -747,7 +750,7 @@ def compare(args):
                             or "error" in tests[test_name(*x)][engine]]
                     if todo:
                         reps = args.reps_long if name == "long" else args.reps
-                        run_bench_group(args, engine, path, todo, reps, tests, budget, log)
+                        run_bench_group(args, engine, path, todo, reps, tests, budget, log, warmup=name != "long")
                 else:
                     names = ["streams%d" % n for n in args.streams]
                     if any(not tests.get(n, {}).get(engine) or "error" in tests[n][engine] for n in names):
