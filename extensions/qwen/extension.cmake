@@ -35,6 +35,21 @@ gufo_extension_library(qwen_cpu
     SOURCES ${qwen_tokenizer_sources} ${qwen_chat_sources} ${qwen_model_sources}
     LINK pcre2-8 cjson Threads::Threads m)
 
+# -- GPU provider qwen-gpu: kernels written once in the CUDA dialect
+# (gufo/ext/experimental/gpu.h), compiled by nvcc here and checked with hipcc
+# below; the C glue reuses qwen_cpu's tokenizer, chat and hyperparameter code.
+set(qwen_gpu_kernel_sources
+    src/gpu/gpu_runtime.cu
+    src/gpu/gpu_matmul.cu
+    src/gpu/gpu_norm.cu
+    src/gpu/gpu_attention.cu
+    src/gpu/gpu_sample.cu
+)
+gufo_extension_library(qwen_gpu
+    SOURCES src/gpu/provider_gpu.c src/gpu/weights_gpu.c src/gpu/forward_gpu.c src/gpu/session_gpu.c
+    CUDA_SOURCES ${qwen_gpu_kernel_sources}
+    LINK qwen_cpu m)
+
 # -- tools
 gufo_extension_executable(qwen_vocab SOURCES tools/qwen_vocab.c LINK qwen_cpu cjson)
 # Random-weight Qwen3 GGUFs of the real shapes, for benchmarks (benchmarks/qwen/).
@@ -90,6 +105,27 @@ if(TARGET qwen_chat_tests)
 endif()
 gufo_extension_test(qwen_model_tests SOURCES tests/test_model.c LINK qwen_cpu cjson m
     ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
+# qwen-gpu against qwen-cpu on the golden models (skips without a GPU), and
+# the same kernels compiled for AMD so the HIP path cannot rot (CI has hipcc,
+# no AMD GPU: compile only).
+gufo_extension_test(qwen_gpu_tests SOURCES tests/test_gpu.c LINK qwen_gpu qwen_cpu m
+    ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
+find_program(QWEN_HIPCC hipcc)
+if(BUILD_TESTING AND QWEN_HIPCC)
+    set(qwen_hip_compile "")
+    foreach(kernel IN LISTS qwen_gpu_kernel_sources)
+        cmake_path(GET kernel STEM stem)
+        string(APPEND qwen_hip_compile "'${QWEN_HIPCC}' -std=c++17 -x hip --offload-arch=gfx90a -O2 -c "
+               "'${GUFO_EXTENSION_DIR}/${kernel}' -I'${GUFO_PUBLIC_INCLUDE_DIR}' "
+               "-o '${GUFO_EXTENSION_BINARY_DIR}/${stem}.hip.o' && ")
+    endforeach()
+    add_test(NAME qwen.qwen_gpu_kernels_hipcc COMMAND sh -c "${qwen_hip_compile}true")
+    set_tests_properties(qwen.qwen_gpu_kernels_hipcc PROPERTIES LABELS "extension;extension:qwen;gpu-compile")
+elseif(BUILD_TESTING)
+    add_test(NAME qwen.qwen_gpu_kernels_hipcc COMMAND ${CMAKE_COMMAND} -E echo "SKIP: no hipcc found (Debian: apt install hipcc)")
+    set_tests_properties(qwen.qwen_gpu_kernels_hipcc PROPERTIES LABELS "extension;extension:qwen;gpu-compile"
+                         SKIP_REGULAR_EXPRESSION "SKIP:")
+endif()
 # qwen_random_model's tiny shape in bf16/q8_0/q4_k_m: metadata, recipe, values, loads and runs.
 gufo_extension_test(qwen_random_model_tests SOURCES tests/test_random_model.c LINK qwen_cpu m
     ARGS "$<TARGET_FILE:qwen_random_model>" "${qwen_vocab_gguf}" "${GUFO_EXTENSION_BINARY_DIR}")

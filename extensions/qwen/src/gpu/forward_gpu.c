@@ -1,0 +1,167 @@
+/* forward_gpu.c — one step on the GPU: scratch, the layer sequence, graphs (model_gpu.h).
+ *
+ * The same layer as forward_cpu.h describes, as kernel launches on the
+ * model's stream. Kernels read the step's rows (token, position, cache) from
+ * a device array rather than from launch arguments, so a decode step of a
+ * given batch size is the same launch sequence every time: it is captured
+ * once into a graph (experimental/graph.h) and replayed, after copying the
+ * new rows in. Prefill chunks vary in length and run directly.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_gpu.h"
+
+gufo_status qwen_gpu_failed(gufo_error *err, const char *what)
+{
+    return gufo_error_set(err, GUFO_E_DEVICE, "qwen-gpu: %s: %s", what, qwen_gpu_last_error());
+}
+
+#define ALIGN_BYTES 256u
+
+static size_t aligned(size_t bytes)
+{
+    return (bytes + ALIGN_BYTES - 1) / ALIGN_BYTES * ALIGN_BYTES;
+}
+
+gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint32_t max_out, gufo_error *err)
+{
+    qwen_gpu_scratch *s = &model->scratch;
+    const qwen_hparams *hp = &model->hp;
+    memset(s, 0, sizeof *s);
+    s->max_rows = max_rows;
+    s->max_out = max_out;
+    const uint32_t decode_parts = model->max_batch * QWEN_GPU_DECODE_SPLITS;
+    s->max_row_splits = decode_parts > 4 * max_rows ? decode_parts : 4 * max_rows;
+    const size_t R = max_rows, D = hp->n_embd, F = hp->n_ff, d = hp->head_dim_k;
+    const size_t qw = (size_t)hp->n_head * d, kw = (size_t)hp->n_head_kv * d;
+    const size_t sizes[] = {
+        R * D * 4, R * D * 4,                               /* x, h */
+        R * qw * 4, R * kw * 4, R * kw * 4, R * qw * 4,     /* q, k, v, att */
+        R * F * 4, R * F * 4,                               /* gate, up */
+        (size_t)s->max_row_splits * hp->n_head * (d + 2) * 4, /* partials */
+        (size_t)max_out * D * 4,                            /* normed */
+        (size_t)max_out * hp->n_vocab * 4,                  /* logits */
+        R * sizeof(qwen_gpu_row),                           /* rows */
+        (size_t)max_out * sizeof(qwen_gpu_sampling),        /* sampling */
+        (size_t)max_out * sizeof(int32_t),                  /* tokens */
+    };
+    void **slots[] = {
+        (void **)&s->x,        (void **)&s->h,      (void **)&s->q,      (void **)&s->k,
+        (void **)&s->v,        (void **)&s->att,    (void **)&s->gate,   (void **)&s->up,
+        (void **)&s->partials, (void **)&s->normed, (void **)&s->logits, (void **)&s->rows,
+        (void **)&s->sampling, (void **)&s->tokens,
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        total += aligned(sizes[i]);
+    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, total, ALIGN_BYTES, "scratch", &s->block,
+                                       err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "qwen-gpu scratch for %u rows", max_rows);
+    char *cursor = s->block;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *slots[i] = cursor;
+        cursor += aligned(sizes[i]);
+    }
+    return GUFO_OK;
+}
+
+void qwen_gpu_scratch_release(qwen_gpu_model *model)
+{
+    gufo_memory_free(model->memory, model->scratch.block);
+    memset(&model->scratch, 0, sizeof model->scratch);
+}
+
+typedef struct step {
+    qwen_gpu_model *model;
+    uint32_t n, n_out, splits;
+    qwen_gpu_pick pick;
+    gufo_error *err;
+} step;
+
+/* Enqueues the whole step on `stream` (called directly or under capture). */
+static gufo_status record(void *userdata, void *stream)
+{
+    const step *p = userdata;
+    qwen_gpu_model *model = p->model;
+    const qwen_gpu_dims *dims = &model->dims;
+    const qwen_gpu_weights *w = &model->weights;
+    const qwen_gpu_scratch *s = &model->scratch;
+    const uint32_t n = p->n, D = dims->n_embd;
+    int bad = qwen_gpu_embed(stream, &w->token_embd, s->rows, n, s->x);
+    for (uint32_t il = 0; il < dims->n_layer && !bad; il++) {
+        const qwen_gpu_layer *L = &w->layers[il];
+        bad |= qwen_gpu_rms_norm(stream, s->x, L->attn_norm, n, D, dims->rms_eps, s->h);
+        bad |= qwen_gpu_matmul(stream, &L->wq, s->h, n, s->q, 0);
+        bad |= qwen_gpu_matmul(stream, &L->wk, s->h, n, s->k, 0);
+        bad |= qwen_gpu_matmul(stream, &L->wv, s->h, n, s->v, 0);
+        bad |= qwen_gpu_qk_norm_rope_store(stream, dims, il, s->rows, n, s->q, s->k, s->v, L->q_norm, L->k_norm,
+                                           w->inv_freq);
+        bad |= qwen_gpu_attention(stream, dims, il, s->rows, n, s->q, p->splits, s->partials, s->att);
+        bad |= qwen_gpu_matmul(stream, &L->wo, s->att, n, s->x, 1);
+        bad |= qwen_gpu_rms_norm(stream, s->x, L->ffn_norm, n, D, dims->rms_eps, s->h);
+        bad |= qwen_gpu_matmul(stream, &L->gate, s->h, n, s->gate, 0);
+        bad |= qwen_gpu_matmul(stream, &L->up, s->h, n, s->up, 0);
+        bad |= qwen_gpu_swiglu(stream, s->gate, s->up, (size_t)n * dims->n_ff);
+        bad |= qwen_gpu_matmul(stream, &L->down, s->gate, n, s->x, 1);
+    }
+    if (!bad && p->n_out) {
+        bad |= qwen_gpu_rms_norm(stream, s->x + (size_t)(n - p->n_out) * D, w->output_norm, p->n_out, D, dims->rms_eps,
+                                 s->normed);
+        bad |= qwen_gpu_matmul(stream, &w->output, s->normed, p->n_out, s->logits, 0);
+        if (p->pick == QWEN_GPU_PICK_ARGMAX)
+            bad |= qwen_gpu_argmax(stream, s->logits, p->n_out, dims->n_vocab, s->tokens);
+        else if (p->pick == QWEN_GPU_PICK_SAMPLE)
+            bad |= qwen_gpu_sample(stream, s->logits, p->n_out, dims->n_vocab, s->sampling, s->tokens);
+    }
+    return bad ? qwen_gpu_failed(p->err, "launching the step's kernels") : GUFO_OK;
+}
+
+static uint32_t prefill_splits(const qwen_gpu_model *model, uint32_t n)
+{
+    uint32_t longest = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (model->rows_host[i].pos + 1 > longest)
+            longest = model->rows_host[i].pos + 1;
+    uint32_t splits = (longest + QWEN_GPU_PREFILL_SPLIT_SPAN - 1) / QWEN_GPU_PREFILL_SPLIT_SPAN;
+    uint32_t cap = model->scratch.max_row_splits / n;
+    if (cap > QWEN_GPU_MAX_SPLITS)
+        cap = QWEN_GPU_MAX_SPLITS;
+    if (splits > cap)
+        splits = cap;
+    return splits ? splits : 1;
+}
+
+gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, qwen_gpu_pick pick, bool graph,
+                             gufo_error *err)
+{
+    qwen_gpu_scratch *s = &model->scratch;
+    if (n == 0 || n > s->max_rows || n_out > s->max_out || n_out > n)
+        return gufo_error_set(err, GUFO_E_INTERNAL, "qwen-gpu forward: %u rows / %u outputs exceed the scratch (%u / %u)",
+                              n, n_out, s->max_rows, s->max_out);
+    step p = {.model = model, .n = n, .n_out = n_out, .pick = n_out ? pick : QWEN_GPU_PICK_NONE, .err = err};
+    p.splits = graph ? QWEN_GPU_DECODE_SPLITS : prefill_splits(model, n);
+    if (qwen_gpu_to_device(s->rows, model->rows_host, n * sizeof(qwen_gpu_row), model->stream))
+        return qwen_gpu_failed(err, "copying the step's rows");
+    if (p.pick == QWEN_GPU_PICK_SAMPLE &&
+        qwen_gpu_to_device(s->sampling, model->sampling_host, n_out * sizeof(qwen_gpu_sampling), model->stream))
+        return qwen_gpu_failed(err, "copying the sampling settings");
+    gufo_status st;
+    if (graph && model->use_graphs)
+        st = gufo_x_graph_run(model->graphs, (uint64_t)n * 4u + (uint64_t)p.pick, false, model->stream, record, &p,
+                              err);
+    else
+        st = record(&p, model->stream);
+    if (st != GUFO_OK) {
+        (void)qwen_gpu_sync(model->stream);
+        return st;
+    }
+    if (p.pick != QWEN_GPU_PICK_NONE &&
+        qwen_gpu_to_host(model->tokens_host, s->tokens, n_out * sizeof(int32_t), model->stream))
+        return qwen_gpu_failed(err, "copying the chosen tokens");
+    if (qwen_gpu_sync(model->stream))
+        return qwen_gpu_failed(err, "running the step");
+    return GUFO_OK;
+}

@@ -1,0 +1,155 @@
+/* gpu_kernels.h — the qwen-gpu kernels as seen from C.
+ *
+ * The kernels are written once in the CUDA dialect (gufo/ext/experimental/gpu.h)
+ * and compiled by nvcc for NVIDIA or by hipcc for AMD; the provider's C code
+ * reaches them only through the launchers declared here, so no C file needs a
+ * vendor header. Every launcher enqueues work on `stream` (a cudaStream_t /
+ * hipStream_t passed as void *) and returns at once; nothing here allocates.
+ * Errors surface at the next qwen_gpu_sync() (or qwen_gpu_last_error()).
+ *
+ * Numerics: every product accumulates in float32 from float32 activations, and
+ * dequantization rounds exactly like the runtime's CPU dequantizer (no fused
+ * multiply-add inside a dequantized value), so the GPU computes the CPU
+ * provider's function up to the order of float additions.
+ */
+#ifndef QWEN_GPU_KERNELS_H
+#define QWEN_GPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GGUF type numbers (gufo_tensor_type) the kernels decode. */
+#define QWEN_GPU_F32 0
+#define QWEN_GPU_F16 1
+#define QWEN_GPU_Q8_0 8
+#define QWEN_GPU_Q4_K 12
+#define QWEN_GPU_Q6_K 14
+#define QWEN_GPU_BF16 30
+
+/* Longest head the attention and RoPE kernels hold in registers. */
+#define QWEN_GPU_MAX_HEAD_DIM 256u
+/* Most parts one attention row is split into (flash-decoding). */
+#define QWEN_GPU_MAX_SPLITS 64u
+
+/** A weight matrix on the device, in its GGUF block format: `rows` rows of `cols` elements. */
+typedef struct qwen_gpu_matrix {
+    int type;              /* QWEN_GPU_* */
+    const void *data;
+    uint32_t cols, rows;
+    uint64_t row_bytes;
+} qwen_gpu_matrix;
+
+/**
+ * One token of one history in a step, in device memory. `kv` is the history's
+ * cache: per layer, K as [capacity][n_head_kv * head_dim] then V likewise
+ * (float32). The step writes position `pos` and attends over 0..pos.
+ */
+typedef struct qwen_gpu_row {
+    float *kv;
+    uint32_t pos;
+    uint32_t capacity;
+    int32_t token;
+    uint32_t reserved;
+} qwen_gpu_row;
+
+/** Shape of the model the kernels need. */
+typedef struct qwen_gpu_dims {
+    uint32_t n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_layer;
+    float rms_eps;
+} qwen_gpu_dims;
+
+/* ---- device plumbing (gpu_runtime.cu) --------------------------------------- */
+
+/** Creates the provider's stream. 0 on success; else the message is in qwen_gpu_last_error(). */
+int qwen_gpu_stream_create(void **stream);
+void qwen_gpu_stream_destroy(void *stream);
+/** Waits for the stream; 0 when every kernel and copy on it succeeded. */
+int qwen_gpu_sync(void *stream);
+/** Asynchronous copies on `stream` (host memory may be pageable). */
+int qwen_gpu_to_device(void *dst, const void *src, size_t bytes, void *stream);
+int qwen_gpu_to_host(void *dst, const void *src, size_t bytes, void *stream);
+int qwen_gpu_device_copy(void *dst, const void *src, size_t bytes, void *stream);
+/** Sets `bytes` of device memory to zero. */
+int qwen_gpu_zero(void *dst, size_t bytes, void *stream);
+/**
+ * Loads every kernel now (the runtime may load them lazily, at first launch),
+ * so that the first decode step's graph capture never has to. 0 on success.
+ */
+int qwen_gpu_preload(void);
+/** The last error of this thread's GPU calls as text ("" when none), and clears it. */
+const char *qwen_gpu_last_error(void);
+/** "cuda sm_90" or "hip gfx90a": what these kernels were compiled as. */
+const char *qwen_gpu_compiled_for(void);
+
+/* ---- kernels ------------------------------------------------------------------ */
+
+/** x[r] = row rows[r].token of `embd`, for r < n (gpu_matmul.cu). */
+int qwen_gpu_embed(void *stream, const qwen_gpu_matrix *embd, const qwen_gpu_row *rows, uint32_t n, float *x);
+
+/**
+ * y[v][r] (+)= dot(row r of `m`, x[v]) for v < n vectors (x is n x cols, y is
+ * n x rows, row-major); `accumulate` adds to y (the residual stream) instead of
+ * overwriting it (gpu_matmul.cu).
+ */
+int qwen_gpu_matmul(void *stream, const qwen_gpu_matrix *m, const float *x, uint32_t n, float *y, int accumulate);
+
+/** y[r] = x[r] / rms(x[r]) * weight for n rows of `cols` (gpu_norm.cu). */
+int qwen_gpu_rms_norm(void *stream, const float *x, const float *weight, uint32_t n, uint32_t cols, float eps,
+                      float *y);
+
+/**
+ * Per row: per-head RMSNorm (q_norm / k_norm) and NEOX RoPE of q (in place)
+ * and k, then k and v into the row's cache at its position in `layer`
+ * (gpu_norm.cu). inv_freq has head_dim / 2 entries.
+ */
+int qwen_gpu_qk_norm_rope_store(void *stream, const qwen_gpu_dims *dims, uint32_t layer, const qwen_gpu_row *rows,
+                                uint32_t n, float *q, const float *k, const float *v, const float *q_norm,
+                                const float *k_norm, const float *inv_freq);
+
+/**
+ * Causal attention of each row's query heads over its cache positions 0..pos,
+ * split into `splits` parts per (row, head) whose partial softmax states land
+ * in `partials` (n * n_head * splits * (head_dim + 2) floats) and are then
+ * merged into out (n x n_head * head_dim) (gpu_attention.cu).
+ */
+int qwen_gpu_attention(void *stream, const qwen_gpu_dims *dims, uint32_t layer, const qwen_gpu_row *rows, uint32_t n,
+                       const float *q, uint32_t splits, float *partials, float *out);
+
+/** gate[i] = silu(gate[i]) * up[i] for i < count (gpu_norm.cu). */
+int qwen_gpu_swiglu(void *stream, float *gate, const float *up, size_t count);
+
+/** tokens[r] = argmax of logits row r (lowest id on ties; NaN never wins) (gpu_sample.cu). */
+int qwen_gpu_argmax(void *stream, const float *logits, uint32_t n, uint32_t n_vocab, int32_t *tokens);
+
+/**
+ * Per-row sampling settings for qwen_gpu_sample(), in device memory.
+ * `counter` is the session's position: the draw for a position depends only
+ * on (seed, counter), so batching and graph replay never change a result.
+ */
+typedef struct qwen_gpu_sampling {
+    float temperature;   /* 0 = argmax */
+    int32_t top_k;       /* 0 = off */
+    float top_p;         /* 1 = off */
+    float min_p;         /* 0 = off */
+    uint64_t seed;
+    uint64_t counter;
+} qwen_gpu_sampling;
+
+/**
+ * Per row r: sampling.h's order without penalties — top-k, softmax with
+ * temperature, top-p, min-p — then a draw with a uniform number hashed from
+ * (seed, counter); temperature 0 is argmax (gpu_sample.cu). Cuts are value
+ * thresholds, so tokens tied with the last kept value are all kept.
+ */
+int qwen_gpu_sample(void *stream, const float *logits, uint32_t n, uint32_t n_vocab,
+                    const qwen_gpu_sampling *sampling, int32_t *tokens);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QWEN_GPU_KERNELS_H */

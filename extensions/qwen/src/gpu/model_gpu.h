@@ -1,0 +1,148 @@
+/* model_gpu.h — a Qwen3 model loaded on the GPU: what the qwen-gpu provider,
+ * its sessions and its forward pass share.
+ *
+ * Everything large lives in device memory from the host's budgeted pool:
+ * weights (tag "weights", uploaded once at load, in their GGUF block format),
+ * the step scratch ("scratch"), each session's KV cache ("kv-cache") and
+ * snapshots ("snapshot"). The host side keeps the tokenizer and the file
+ * mapping (for the tokenizer's strings); the scheduler thread is the only one
+ * that touches the device parts.
+ */
+#ifndef QWEN_MODEL_GPU_H
+#define QWEN_MODEL_GPU_H
+
+#include <gufo/ext/api.h>
+#include <gufo/ext/experimental/graph.h>
+
+#include "../hparams.h"
+#include "../tokenizer.h"
+#include "gpu_kernels.h"
+
+#define QWEN_GPU_DEFAULT_MAX_BATCH 32u
+#define QWEN_GPU_MAX_BATCH_LIMIT 256u
+#define QWEN_GPU_MAX_PREFILL_CHUNK 512u
+/* Parts per (row, head) in a decode step's attention: fixed, so one captured
+ * graph serves every length (empty parts return at once). */
+#define QWEN_GPU_DECODE_SPLITS 16u
+/* Positions one attention part should cover in prefill before splitting. */
+#define QWEN_GPU_PREFILL_SPLIT_SPAN 1024u
+
+#define QWEN_GPU_HAS_FIELD(type, ptr, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
+
+typedef struct qwen_gpu_layer {
+    const float *attn_norm, *q_norm, *k_norm, *ffn_norm; /* device, float32 */
+    qwen_gpu_matrix wq, wk, wv, wo, gate, up, down;
+} qwen_gpu_layer;
+
+typedef struct qwen_gpu_weights {
+    qwen_gpu_matrix token_embd, output;
+    const float *output_norm;
+    const float *inv_freq;   /* [head_dim / 2] RoPE frequencies, device */
+    qwen_gpu_layer *layers;  /* host array of n_layer */
+    void **blocks;           /* every device allocation, for freeing */
+    size_t n_blocks;
+    uint64_t device_bytes;
+} qwen_gpu_weights;
+
+/** Device scratch of one step, sized at load for max_rows rows. */
+typedef struct qwen_gpu_scratch {
+    uint32_t max_rows, max_out, max_row_splits;
+    float *x, *h, *q, *k, *v, *att, *gate, *up, *partials, *normed, *logits;
+    qwen_gpu_row *rows;            /* device copy of the step's rows */
+    qwen_gpu_sampling *sampling;   /* device copy of the step's sampling settings */
+    int32_t *tokens;               /* device: chosen tokens */
+    void *block;                   /* the one device allocation behind all of the above */
+} qwen_gpu_scratch;
+
+typedef struct qwen_gpu_session qwen_gpu_session;
+typedef struct qwen_gpu_snapshot qwen_gpu_snapshot;
+
+typedef struct qwen_gpu_model {
+    gufo_memory *memory;
+    gufo_gguf *gguf;
+    qwen_hparams hp;
+    qwen_gpu_dims dims;
+    qwen_gpu_weights weights;
+    qwen_gpu_scratch scratch;
+    qwen_tokenizer *tokenizer;
+    void *stream;
+    gufo_x_graph_cache *graphs;  /* decode steps, keyed by batch size and sampling mode */
+    bool use_graphs;
+    uint32_t context_length, max_batch, max_prefill_chunk, max_sessions, live_sessions;
+    uint64_t file_size;
+    uint32_t file_type;
+    uint64_t table_checksum;
+    /* Host staging for a step (sized at load). */
+    qwen_gpu_row *rows_host;
+    qwen_gpu_sampling *sampling_host;
+    int32_t *tokens_host;
+    float *logits_host;          /* max_out x n_vocab, for host-side sampling */
+    qwen_gpu_session *sessions;
+    qwen_gpu_snapshot *snapshots;
+} qwen_gpu_model;
+
+static inline qwen_gpu_model *qwen_gpu_from_handle(gufo_model *handle)
+{
+    return (qwen_gpu_model *)(void *)handle;
+}
+
+static inline gufo_model *qwen_gpu_to_handle(qwen_gpu_model *model)
+{
+    return (gufo_model *)(void *)model;
+}
+
+/* ---- weights_gpu.c ---- */
+
+/** True when every matrix of `gguf` has a type the kernels decode and the
+ * head fits them; otherwise false with the reason in `why`. */
+bool qwen_gpu_supports(const gufo_gguf *gguf, const qwen_hparams *hp, char *why, size_t why_cap);
+
+/** Uploads every tensor to device memory from `memory`; on failure nothing is held. */
+gufo_status qwen_gpu_weights_load(const gufo_gguf *gguf, const qwen_hparams *hp, gufo_memory *memory,
+                                  qwen_gpu_weights *w, gufo_error *err);
+void qwen_gpu_weights_free(gufo_memory *memory, qwen_gpu_weights *w);
+
+/* ---- forward_gpu.c ---- */
+
+gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint32_t max_out, gufo_error *err);
+void qwen_gpu_scratch_release(qwen_gpu_model *model);
+
+/** How a step picks its tokens. */
+typedef enum qwen_gpu_pick {
+    QWEN_GPU_PICK_NONE,    /* logits only */
+    QWEN_GPU_PICK_ARGMAX,
+    QWEN_GPU_PICK_SAMPLE   /* model->sampling_host filled for each output row */
+} qwen_gpu_pick;
+
+/**
+ * Runs `n` rows (model->rows_host[0..n)) through every layer; the last `n_out`
+ * rows produce logits (scratch.logits) and, per `pick`, tokens
+ * (model->tokens_host after the call). Decode steps (`graph` true) replay a
+ * captured graph per (n, pick). Waits for the device before returning.
+ */
+gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, qwen_gpu_pick pick, bool graph,
+                             gufo_error *err);
+
+/** Turns the last GPU failure into a gufo_error naming `what`. */
+gufo_status qwen_gpu_failed(gufo_error *err, const char *what);
+
+/* ---- session_gpu.c ---- */
+
+gufo_status qwen_gpu_session_create(gufo_model *model, const gufo_session_params *params, gufo_text_session **out,
+                                    gufo_error *err);
+void qwen_gpu_session_destroy(gufo_model *model, gufo_text_session *session);
+uint32_t qwen_gpu_session_length(gufo_model *model, const gufo_text_session *session);
+gufo_status qwen_gpu_prefill(gufo_model *model, gufo_text_session *session, const gufo_token *tokens, size_t n,
+                             const gufo_step_output *output, const gufo_cancel *cancel, gufo_error *err);
+gufo_status qwen_gpu_decode(gufo_model *model, const gufo_decode_batch *batch, gufo_error *err);
+gufo_status qwen_gpu_truncate(gufo_model *model, gufo_text_session *session, uint32_t length, gufo_error *err);
+gufo_status qwen_gpu_snapshot_take(gufo_model *model, const gufo_text_session *session, gufo_text_snapshot **out,
+                                   gufo_error *err);
+gufo_status qwen_gpu_restore(gufo_model *model, gufo_text_session *session, const gufo_text_snapshot *snapshot,
+                             gufo_error *err);
+void qwen_gpu_snapshot_destroy(gufo_model *model, gufo_text_snapshot *snapshot);
+uint32_t qwen_gpu_snapshot_length(gufo_model *model, const gufo_text_snapshot *snapshot);
+void qwen_gpu_release_all(qwen_gpu_model *model);
+uint64_t qwen_gpu_kv_bytes_per_token(const qwen_hparams *hp);
+
+#endif /* QWEN_MODEL_GPU_H */

@@ -1,0 +1,358 @@
+/* provider_gpu.c — the qwen-gpu text-generation provider: probe, factory and
+ * the interface table (extension.json providers[0]).
+ *
+ * Listed before qwen-cpu, so the core picks it whenever it says yes: a qwen3
+ * GGUF whose matrices the kernels decode, on a machine where the runtime's
+ * device backend finds a GPU. Anywhere else it declines with the reason and
+ * qwen-cpu serves the file. The text side (tokenizer, chat template, tool
+ * calls) is the CPU provider's code, shared through the qwen_cpu library.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gufo_manifest_qwen.h>
+
+#include "../chat_template.h"
+#include "../tool_calls.h"
+#include "model_gpu.h"
+
+#define QWEN_GPU_PROVIDER_ID GUFO_MANIFEST_QWEN_PROVIDER_QWEN_GPU_ID
+
+static const char *const qwen_gpu_keys[] = GUFO_MANIFEST_QWEN_PROVIDER_QWEN_GPU_KEYS;
+
+/* ---- probe --------------------------------------------------------------- */
+
+/* Whether the runtime has a usable GPU, asked once per process: the answer
+ * does not change while Gufo runs, and the first query starts the driver. */
+static bool device_present(char *why, size_t why_cap)
+{
+    static int known = -1;
+    static char reason[GUFO_PROBE_REASON_MAX];
+    if (known < 0) {
+        gufo_device_info info = {.struct_size = sizeof info};
+        gufo_error err = {0};
+        gufo_status st = gufo_device_query(&info, &err);
+        if (st != GUFO_OK)
+            snprintf(reason, sizeof reason, "no usable GPU: %.200s", err.message);
+        else if (strcmp(info.backend, "none") == 0)
+            snprintf(reason, sizeof reason, "gufo_ext_runtime was built without a GPU backend");
+        else if (strcmp(info.backend, qwen_gpu_compiled_for()) != 0)
+            snprintf(reason, sizeof reason, "the runtime's GPU backend is %s, these kernels were built for %s",
+                     info.backend, qwen_gpu_compiled_for());
+        known = st == GUFO_OK && reason[0] == 0;
+    }
+    if (!known)
+        snprintf(why, why_cap, "%s", reason);
+    return known == 1;
+}
+
+static gufo_status qwen_gpu_probe(void *userdata, const gufo_artifact *artifact, gufo_probe_result *result)
+{
+    (void)userdata;
+    if (!artifact || !result)
+        return GUFO_E_INVALID_ARGUMENT;
+    if (strcmp(gufo_artifact_format(artifact), "gguf") != 0)
+        return gufo_probe_decline(result, "format is '%s', not gguf", gufo_artifact_format(artifact));
+    char why[GUFO_PROBE_REASON_MAX];
+    qwen_hparams hp;
+    const gufo_gguf *gguf = gufo_artifact_gguf(artifact);
+    if (!qwen_hparams_inspect(gguf, &hp, why, sizeof why))
+        return gufo_probe_decline(result, "%s", why);
+    if (!qwen_gpu_supports(gguf, &hp, why, sizeof why))
+        return gufo_probe_decline(result, "%s", why);
+    if (!device_present(why, sizeof why))
+        return gufo_probe_decline(result, "%s", why);
+    result->accept = true;
+    return GUFO_OK;
+}
+
+/* ---- create / destroy ------------------------------------------------------ */
+
+static void model_free(qwen_gpu_model *model)
+{
+    if (!model)
+        return;
+    qwen_gpu_release_all(model);
+    gufo_x_graph_cache_destroy(model->graphs);
+    qwen_gpu_scratch_release(model);
+    qwen_gpu_weights_free(model->memory, &model->weights);
+    qwen_gpu_stream_destroy(model->stream);
+    gufo_memory_free(model->memory, model->rows_host);
+    qwen_tokenizer_free(model->tokenizer);
+    gufo_gguf_close(model->gguf);
+    gufo_memory_free(model->memory, model);
+}
+
+static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* One host block for the step's staging arrays. */
+static gufo_status staging_init(qwen_gpu_model *model, gufo_error *err)
+{
+    const size_t rows = (size_t)model->scratch.max_rows * sizeof(qwen_gpu_row);
+    const size_t sampling = (size_t)model->scratch.max_out * sizeof(qwen_gpu_sampling);
+    const size_t tokens = (size_t)model->scratch.max_out * sizeof(int32_t);
+    const size_t logits = (size_t)model->scratch.max_out * model->hp.n_vocab * sizeof(float);
+    void *block = NULL;
+    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, rows + sampling + tokens + logits, 64,
+                                       "scratch", &block, err);
+    if (st != GUFO_OK)
+        return st;
+    char *cursor = block;
+    model->rows_host = (qwen_gpu_row *)(void *)cursor;
+    model->sampling_host = (qwen_gpu_sampling *)(void *)(cursor += rows);
+    model->tokens_host = (int32_t *)(void *)(cursor += sampling);
+    model->logits_host = (float *)(void *)(cursor + tokens);
+    return GUFO_OK;
+}
+
+static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *params, gufo_model **out,
+                                   gufo_error *err)
+{
+    (void)userdata;
+    if (!params || !out || !params->path || !params->memory)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s: NULL parameters, path, memory or output",
+                              QWEN_GPU_PROVIDER_ID);
+    void *block = NULL;
+    gufo_status st = gufo_memory_alloc(params->memory, GUFO_MEMORY_HOST, sizeof(qwen_gpu_model), 0, "weights", &block,
+                                       err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "%s", QWEN_GPU_PROVIDER_ID);
+    qwen_gpu_model *model = block;
+    memset(model, 0, sizeof *model);
+    model->memory = params->memory;
+
+    char why[GUFO_PROBE_REASON_MAX];
+    if ((st = gufo_gguf_open(params->path, GUFO_GGUF_OPEN_MAP, &model->gguf, err)) != GUFO_OK)
+        goto fail;
+    if (!qwen_hparams_inspect(model->gguf, &model->hp, why, sizeof why) ||
+        !qwen_gpu_supports(model->gguf, &model->hp, why, sizeof why)) {
+        st = gufo_error_set(err, GUFO_E_FORMAT, "%s", why);
+        goto fail;
+    }
+    const qwen_hparams *hp = &model->hp;
+    model->dims = (qwen_gpu_dims){.n_embd = hp->n_embd,
+                                  .n_head = hp->n_head,
+                                  .n_head_kv = hp->n_head_kv,
+                                  .head_dim = hp->head_dim_k,
+                                  .n_ff = hp->n_ff,
+                                  .n_vocab = hp->n_vocab,
+                                  .n_layer = hp->n_layer,
+                                  .rms_eps = hp->rms_eps};
+    model->context_length = hp->context_length;
+    if (QWEN_GPU_HAS_FIELD(gufo_model_params, params, context_length) && params->context_length &&
+        params->context_length < hp->context_length)
+        model->context_length = params->context_length;
+    uint32_t want_batch = QWEN_GPU_HAS_FIELD(gufo_model_params, params, max_batch) ? params->max_batch : 0;
+    model->max_batch = want_batch ? clamp_u32(want_batch, 1, QWEN_GPU_MAX_BATCH_LIMIT) : QWEN_GPU_DEFAULT_MAX_BATCH;
+    model->max_prefill_chunk = QWEN_GPU_MAX_PREFILL_CHUNK;
+    model->max_sessions = QWEN_GPU_HAS_FIELD(gufo_model_params, params, max_sessions) ? params->max_sessions : 0;
+    model->file_size = gufo_gguf_file_size(model->gguf);
+    if (gufo_gguf_get_u32(model->gguf, "general.file_type", &model->file_type, NULL) != GUFO_OK)
+        model->file_type = UINT32_MAX;
+    model->table_checksum = qwen_tensor_table_checksum(model->gguf);
+    /* QWEN_GPU_GRAPHS=0 launches decode steps kernel by kernel (for comparing and debugging). */
+    const char *graphs = getenv("QWEN_GPU_GRAPHS");
+    model->use_graphs = !(graphs && strcmp(graphs, "0") == 0);
+
+    if ((st = gufo_cancel_check(params->cancel, err)) != GUFO_OK)
+        goto fail;
+    if (qwen_gpu_stream_create(&model->stream)) {
+        st = qwen_gpu_failed(err, "creating the model's stream");
+        goto fail;
+    }
+    if (qwen_gpu_preload()) {
+        st = qwen_gpu_failed(err, "loading the kernels");
+        goto fail;
+    }
+    if ((st = qwen_gpu_weights_load(model->gguf, hp, model->memory, &model->weights, err)) != GUFO_OK)
+        goto fail;
+    if ((st = qwen_tokenizer_load(model->gguf, &model->tokenizer, err)) != GUFO_OK)
+        goto fail;
+    if (qwen_tokenizer_n_vocab(model->tokenizer) != (int32_t)hp->n_vocab) {
+        st = gufo_error_set(err, GUFO_E_FORMAT, "the tokenizer has %d tokens but token_embd.weight has %u rows",
+                            (int)qwen_tokenizer_n_vocab(model->tokenizer), hp->n_vocab);
+        goto fail;
+    }
+    const uint32_t max_rows = model->max_batch > model->max_prefill_chunk ? model->max_batch : model->max_prefill_chunk;
+    if ((st = qwen_gpu_scratch_init(model, max_rows, model->max_batch, err)) != GUFO_OK)
+        goto fail;
+    if ((st = staging_init(model, err)) != GUFO_OK)
+        goto fail;
+    if (gufo_x_graph_cache_create(&model->graphs) != GUFO_OK) {
+        st = gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory creating the graph cache");
+        goto fail;
+    }
+    gufo_log(GUFO_LOG_DEBUG, QWEN_GPU_PROVIDER_ID,
+             "loaded %s on the GPU: %u layers, hidden %u, %u/%u heads of %u, ffn %u, vocab %u, context %u, "
+             "%.1f MiB of weights, graphs %s",
+             params->path, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim_k, hp->n_ff, hp->n_vocab,
+             model->context_length, (double)model->weights.device_bytes / (1024.0 * 1024.0),
+             model->use_graphs ? "on" : "off");
+    *out = qwen_gpu_to_handle(model);
+    return GUFO_OK;
+
+fail:
+    model_free(model);
+    return gufo_error_prefix(err, st, "%s: %s", QWEN_GPU_PROVIDER_ID, params->path);
+}
+
+static void qwen_gpu_destroy(gufo_model *handle)
+{
+    model_free(qwen_gpu_from_handle(handle));
+}
+
+/* ---- facts ----------------------------------------------------------------- */
+
+static gufo_status qwen_gpu_get_info(gufo_model *handle, gufo_text_model_info *info)
+{
+    const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
+    if (!model || !info || info->struct_size < sizeof info->struct_size)
+        return GUFO_E_INVALID_ARGUMENT;
+    gufo_text_model_info full = {
+        .struct_size = info->struct_size,
+        .n_vocab = (int32_t)model->hp.n_vocab,
+        .context_length = model->context_length,
+        .max_sessions = model->max_sessions,
+        .max_batch = model->max_batch,
+        .max_prefill_chunk = model->max_prefill_chunk,
+        .cache_caps = GUFO_CACHE_TRUNCATE | GUFO_CACHE_SNAPSHOT,
+        .snapshot_granularity = 1,
+        .snapshot_bytes = sizeof(void *) * 8,
+        .session_bytes_per_token = qwen_gpu_kv_bytes_per_token(&model->hp),
+        .samples_on_device = true, /* except with penalties (session_gpu.c) */
+        .bos_token = qwen_tokenizer_bos(model->tokenizer),
+        .eos_token = qwen_tokenizer_eos(model->tokenizer),
+    };
+    size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;
+    memcpy(info, &full, n);
+    return GUFO_OK;
+}
+
+/* GPU results differ from the CPU's in the order of float additions, so the
+ * two providers' sessions are not interchangeable: the provider is part of
+ * the identity. */
+static gufo_status qwen_gpu_cache_identity(gufo_model *handle, gufo_text_buffer *out)
+{
+    const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
+    if (!model || !out)
+        return GUFO_E_INVALID_ARGUMENT;
+    char text[224];
+    int n = snprintf(text, sizeof text, "%s;size=%llu;file_type=%ld;tensors=%016llx;kv=f32;provider=%s",
+                     QWEN_ARCHITECTURE, (unsigned long long)model->file_size,
+                     model->file_type == UINT32_MAX ? -1L : (long)model->file_type,
+                     (unsigned long long)model->table_checksum, QWEN_GPU_PROVIDER_ID);
+    if (n < 0 || (size_t)n >= sizeof text)
+        return GUFO_E_INTERNAL;
+    return gufo_text_buffer_append(out, text, (size_t)n);
+}
+
+/* ---- text side: the same code as qwen-cpu ------------------------------------- */
+
+static gufo_status tokenize(gufo_model *handle, const char *text, size_t len, uint32_t flags, gufo_token *out,
+                            size_t cap, size_t *n_out, gufo_error *err)
+{
+    const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
+    if (!model)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu tokenize: NULL model");
+    return qwen_tokenizer_encode(model->tokenizer, text, len, flags, out, cap, n_out, err);
+}
+
+static gufo_status detokenize(gufo_model *handle, gufo_detok_state *state, gufo_token token, bool show_special,
+                              gufo_text_buffer *out)
+{
+    const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
+    return model ? qwen_tokenizer_detokenize(model->tokenizer, state, token, show_special, out)
+                 : GUFO_E_INVALID_ARGUMENT;
+}
+
+static uint32_t token_attr(gufo_model *handle, gufo_token token)
+{
+    const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
+    return model ? qwen_tokenizer_attr(model->tokenizer, token) : 0;
+}
+
+static gufo_status render_chat(gufo_model *handle, const gufo_chat *chat, gufo_text_buffer *out, gufo_error *err)
+{
+    (void)handle;
+    return qwen_chat_render(chat, out, err);
+}
+
+static gufo_status tool_parser_create(gufo_model *handle, const gufo_chat *chat, gufo_tool_parser **out,
+                                      gufo_error *err)
+{
+    (void)handle;
+    if (!out)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu tool_parser_create: NULL output");
+    qwen_tool_parser *parser = NULL;
+    gufo_status st = qwen_tool_parser_create(chat, &parser, err);
+    *out = st == GUFO_OK ? (gufo_tool_parser *)(void *)parser : NULL;
+    return st;
+}
+
+static gufo_status tool_parser_feed(gufo_tool_parser *parser, const char *text, size_t len,
+                                    const gufo_output_sink *sink)
+{
+    return qwen_tool_parser_feed((qwen_tool_parser *)(void *)parser, text, len, sink);
+}
+
+static gufo_status tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink)
+{
+    return qwen_tool_parser_finish((qwen_tool_parser *)(void *)parser, sink);
+}
+
+static void tool_parser_destroy(gufo_tool_parser *parser)
+{
+    qwen_tool_parser_destroy((qwen_tool_parser *)(void *)parser);
+}
+
+static const gufo_text_generation_iface qwen_gpu_iface = {
+    .struct_size = sizeof(gufo_text_generation_iface),
+    .get_info = qwen_gpu_get_info,
+    .tokenize = tokenize,
+    .detokenize = detokenize,
+    .token_attr = token_attr,
+    .render_chat = render_chat,
+    .tool_parser_create = tool_parser_create,
+    .tool_parser_feed = tool_parser_feed,
+    .tool_parser_finish = tool_parser_finish,
+    .tool_parser_destroy = tool_parser_destroy,
+    .cache_identity = qwen_gpu_cache_identity,
+    .session_create = qwen_gpu_session_create,
+    .session_destroy = qwen_gpu_session_destroy,
+    .session_length = qwen_gpu_session_length,
+    .prefill = qwen_gpu_prefill,
+    .decode = qwen_gpu_decode,
+    .truncate = qwen_gpu_truncate,
+    .snapshot = qwen_gpu_snapshot_take,
+    .restore = qwen_gpu_restore,
+    .snapshot_destroy = qwen_gpu_snapshot_destroy,
+    .snapshot_length = qwen_gpu_snapshot_length,
+    .speculative = NULL,
+};
+
+/* Provider entry (extension.json: the qwen-gpu provider's "entry"). */
+gufo_status gufo_ext_qwen_gpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err)
+{
+    (void)ext;
+    if (!out || out->struct_size < sizeof(gufo_provider))
+        return gufo_error_set(err, GUFO_E_VERSION, "%s: the host's gufo_provider is older than this extension's",
+                              QWEN_GPU_PROVIDER_ID);
+    if (strcmp(qwen_gpu_keys[0], "gguf:" QWEN_ARCHITECTURE) != 0)
+        return gufo_error_set(err, GUFO_E_INTERNAL, "%s: manifest key '%s' does not match the code's architecture '%s'",
+                              QWEN_GPU_PROVIDER_ID, qwen_gpu_keys[0], QWEN_ARCHITECTURE);
+    out->id = QWEN_GPU_PROVIDER_ID;
+    out->capability = GUFO_MANIFEST_QWEN_PROVIDER_QWEN_GPU_CAPABILITY;
+    out->keys = qwen_gpu_keys;
+    out->n_keys = GUFO_MANIFEST_QWEN_PROVIDER_QWEN_GPU_KEY_COUNT;
+    out->userdata = NULL;
+    out->probe = qwen_gpu_probe;
+    out->create = qwen_gpu_create;
+    out->destroy = qwen_gpu_destroy;
+    out->iface = &qwen_gpu_iface;
+    out->drivers = NULL;
+    return GUFO_OK;
+}

@@ -1,0 +1,607 @@
+/* test_gpu.c — qwen-gpu against qwen-cpu on the golden models.
+ *
+ *   test_gpu GOLDEN_DIR SCRATCH_DIR
+ *
+ * Runs on a machine with a GPU the runtime's device backend can use; anywhere
+ * else it checks that qwen-gpu's probe declines with a reason that says so
+ * (so qwen-cpu serves the file) and exits 77 (skipped). Both providers are
+ * driven only through their public interface, the way the core drives them.
+ *
+ * What is checked, per model (tests/golden/qwen: tiny, tiny-untied, tiny-256
+ * in BF16, and tiny-256 quantized here to Q8_0, Q6_K, Q4_K and the Q4_K_M mix
+ * with the runtime's quantizer):
+ *  - logits after every position of a fixed 48-token sequence (prefill of 8,
+ *    then single decodes): max |GPU - CPU| <= 1e-4 x max |logit| (the bound
+ *    the CPU provider meets against transformers: both sides compute the same
+ *    function in float32 and differ only in the order of additions), mean KL
+ *    (CPU || GPU) <= 1e-6, and the same top-1 token everywhere;
+ *  - greedy generation of 200 tokens from an 8-token prompt: the same tokens,
+ *    up to the first step where the CPU's top-2 margin is within the logits
+ *    bound (a tie the bound cannot order; reported, then the comparison stops);
+ *  - three sessions decoded in one batch give the tokens and logits of three
+ *    solo runs; truncate then continue, and snapshot/restore into another
+ *    session, equal a fresh run exactly; graphs on and off agree exactly;
+ *  - device sampling: the same seed gives the same tokens, every token is
+ *    inside the top-k of the CPU's logits;
+ *  - a session whose cache cannot get device memory fails alone with
+ *    GUFO_E_OVER_BUDGET naming "kv-cache", and the other session continues.
+ * Prints one "gpu-vs-cpu:" line per model: the numbers the README reports.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gufo/ext/api.h>
+#include <gufo/ext/testing.h>
+
+#include <gufo_manifest_qwen.h>
+
+gufo_status gufo_ext_qwen_cpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err);
+gufo_status gufo_ext_qwen_gpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err);
+
+#define EXPECT_OK(call) GUFO_CHECK_STATUS(call, GUFO_OK, &err)
+
+#define SEQ_LEN 48
+#define SEQ_PREFILL 8
+#define GEN_PROMPT 8
+#define GEN_STEPS 200
+
+static gufo_provider cpu, gpu;
+static gufo_error err;
+static const char *golden_dir, *scratch_dir;
+
+/* ---- quantized variants of a golden model ------------------------------------ */
+
+static gufo_status copy_kv(gufo_gguf_writer *w, const gufo_gguf *g, const char *key, const gufo_gguf_value *v)
+{
+    switch (v->type) {
+    case GUFO_GGUF_UINT8: case GUFO_GGUF_UINT16: case GUFO_GGUF_UINT32:
+        return gufo_gguf_writer_set_u32(w, key, (uint32_t)v->v.u64);
+    case GUFO_GGUF_UINT64: return gufo_gguf_writer_set_u64(w, key, v->v.u64);
+    case GUFO_GGUF_INT8: case GUFO_GGUF_INT16: case GUFO_GGUF_INT32:
+        return gufo_gguf_writer_set_i32(w, key, (int32_t)v->v.i64);
+    case GUFO_GGUF_INT64: return gufo_gguf_writer_set_i64(w, key, v->v.i64);
+    case GUFO_GGUF_FLOAT32: return gufo_gguf_writer_set_f32(w, key, (float)v->v.f64);
+    case GUFO_GGUF_FLOAT64: return gufo_gguf_writer_set_f64(w, key, v->v.f64);
+    case GUFO_GGUF_BOOL: return gufo_gguf_writer_set_bool(w, key, v->v.b);
+    case GUFO_GGUF_STRING: return gufo_gguf_writer_set_string(w, key, v->v.str.data);
+    case GUFO_GGUF_ARRAY: break;
+    }
+    gufo_status st = GUFO_OK;
+    const uint64_t count = v->count;
+    if (v->array_type == GUFO_GGUF_STRING) {
+        const char **items = calloc(count ? count : 1, sizeof *items);
+        for (uint64_t i = 0; i < count && st == GUFO_OK; i++)
+            st = gufo_gguf_array_string(g, v, i, &items[i], NULL);
+        if (st == GUFO_OK)
+            st = gufo_gguf_writer_set_array(w, key, GUFO_GGUF_STRING, items, count);
+        free(items);
+    } else if (v->array_type == GUFO_GGUF_FLOAT32) {
+        float *items = calloc(count ? count : 1, sizeof *items);
+        for (uint64_t i = 0; i < count && st == GUFO_OK; i++) {
+            double d = 0;
+            st = gufo_gguf_array_f64(g, v, i, &d);
+            items[i] = (float)d;
+        }
+        if (st == GUFO_OK)
+            st = gufo_gguf_writer_set_array(w, key, GUFO_GGUF_FLOAT32, items, count);
+        free(items);
+    } else {
+        int32_t *items = calloc(count ? count : 1, sizeof *items);
+        for (uint64_t i = 0; i < count && st == GUFO_OK; i++) {
+            int64_t x = 0;
+            st = gufo_gguf_array_i64(g, v, i, &x);
+            items[i] = (int32_t)x;
+        }
+        if (st == GUFO_OK)
+            st = gufo_gguf_writer_set_array(w, key, GUFO_GGUF_INT32, items, count);
+        free(items);
+    }
+    return st;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Writes golden `name` with every matrix in `type` (Q4_K_M: Q4_K, with
+ * attn_v, ffn_down and the tied embedding in Q6_K, as llama.cpp mixes them). */
+static bool quantize(const char *name, gufo_tensor_type type, bool q4_k_m, const char *out_name, char *out_path,
+                     size_t cap)
+{
+    char src_path[1024];
+    snprintf(src_path, sizeof src_path, "%s/%s.gguf", golden_dir, name);
+    snprintf(out_path, cap, "%s/%s", scratch_dir, out_name);
+    gufo_gguf *src = NULL;
+    gufo_gguf_writer *w = NULL;
+    gufo_status st = gufo_gguf_open(src_path, GUFO_GGUF_OPEN_MAP, &src, &err);
+    if (st == GUFO_OK)
+        st = gufo_gguf_writer_create(&w);
+    for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_kv_count(src); i++) {
+        const char *key;
+        gufo_gguf_value v;
+        st = gufo_gguf_kv_at(src, i, &key, &v);
+        if (st == GUFO_OK && strcmp(key, "general.alignment") != 0)
+            st = copy_kv(w, src, key, &v);
+    }
+    for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_tensor_count(src); i++) {
+        gufo_tensor_info t;
+        const void *data = NULL;
+        st = gufo_gguf_tensor_at(src, i, &t);
+        if (st == GUFO_OK)
+            st = gufo_gguf_tensor_data(src, &t, &data, &err);
+        if (st != GUFO_OK)
+            break;
+        if (t.n_dims != 2) {
+            st = gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, t.dims, data);
+            continue;
+        }
+        gufo_tensor_type want = type;
+        if (q4_k_m && (ends_with(t.name, "attn_v.weight") || ends_with(t.name, "ffn_down.weight") ||
+                       strcmp(t.name, "token_embd.weight") == 0 || strcmp(t.name, "output.weight") == 0))
+            want = GUFO_TENSOR_Q6_K;
+        const uint64_t cols = t.dims[0], rows = t.dims[1];
+        const uint64_t qrow = gufo_tensor_row_size(want, cols), srow = gufo_tensor_row_size(t.type, cols);
+        float *values = malloc(cols * sizeof(float));
+        uint8_t *packed = malloc(qrow * rows);
+        for (uint64_t r = 0; r < rows && st == GUFO_OK; r++) {
+            st = gufo_tensor_dequantize(t.type, (const uint8_t *)data + r * srow, values, cols);
+            if (st == GUFO_OK)
+                st = gufo_tensor_quantize(want, values, packed + r * qrow, cols);
+        }
+        if (st == GUFO_OK)
+            st = gufo_gguf_writer_add_tensor(w, t.name, want, 2, t.dims, packed);
+        free(values);
+        free(packed);
+    }
+    if (st == GUFO_OK)
+        st = gufo_gguf_writer_write(w, out_path, &err);
+    gufo_gguf_writer_destroy(w);
+    gufo_gguf_close(src);
+    GUFO_CHECK_STATUS(st, GUFO_OK, &err);
+    return st == GUFO_OK;
+}
+
+/* ---- driving a provider ------------------------------------------------------- */
+
+typedef struct loaded {
+    const gufo_provider *provider;
+    const gufo_text_generation_iface *tg;
+    gufo_model *model;
+    gufo_memory *memory;
+    int32_t n_vocab;
+} loaded;
+
+static bool load(const gufo_provider *p, const char *path, uint64_t device_limit, loaded *out)
+{
+    memset(out, 0, sizeof *out);
+    out->provider = p;
+    out->tg = p->iface;
+    gufo_memory_limits limits = {.struct_size = sizeof limits, .device_bytes = device_limit};
+    EXPECT_OK(gufo_memory_create(&limits, &out->memory, &err));
+    gufo_artifact *artifact = NULL;
+    EXPECT_OK(gufo_artifact_open(path, &artifact, &err));
+    if (!artifact || !out->memory)
+        return false;
+    gufo_probe_result probe = {0};
+    EXPECT_OK(p->probe(p->userdata, artifact, &probe));
+    if (!probe.accept)
+        fprintf(stderr, "%s declined %s: %s\n", p->id, path, probe.reason);
+    GUFO_CHECK(probe.accept);
+    gufo_model_params params = {
+        .struct_size = sizeof params, .path = path, .artifact = artifact, .memory = out->memory, .n_threads = 2};
+    if (probe.accept)
+        EXPECT_OK(p->create(p->userdata, &params, &out->model, &err));
+    gufo_artifact_close(artifact);
+    if (!out->model)
+        return false;
+    gufo_text_model_info info = {.struct_size = sizeof info};
+    EXPECT_OK(out->tg->get_info(out->model, &info));
+    out->n_vocab = info.n_vocab;
+    return true;
+}
+
+static void unload(loaded *m)
+{
+    if (m->model)
+        m->provider->destroy(m->model);
+    gufo_memory_destroy(m->memory);
+    memset(m, 0, sizeof *m);
+}
+
+static gufo_text_session *new_session(const loaded *m)
+{
+    gufo_session_params params = {.struct_size = sizeof params};
+    gufo_text_session *s = NULL;
+    EXPECT_OK(m->tg->session_create(m->model, &params, &s, &err));
+    return s;
+}
+
+static gufo_status decode_one(const loaded *m, gufo_text_session *s, gufo_token token, float *logits,
+                              gufo_token *next, gufo_sampler *sampler)
+{
+    gufo_decode_item item = {
+        .session = s,
+        .token = token,
+        .output = {.sampler = sampler, .out_token = next, .out_logits = logits, .logits_kind = GUFO_MEMORY_HOST}};
+    gufo_decode_batch batch = {.struct_size = sizeof batch, .items = &item, .n_items = 1};
+    return m->tg->decode(m->model, &batch, &err);
+}
+
+/* Logits after every position of ids (prefill of SEQ_PREFILL, then decodes). */
+static void run_sequence(const loaded *m, const gufo_token *ids, float *rows)
+{
+    const size_t V = (size_t)m->n_vocab;
+    gufo_text_session *s = new_session(m);
+    if (!s)
+        return;
+    gufo_token next = -1;
+    gufo_step_output out = {.out_token = &next, .out_logits = rows + (SEQ_PREFILL - 1) * V};
+    EXPECT_OK(m->tg->prefill(m->model, s, ids, SEQ_PREFILL, &out, NULL, &err));
+    for (size_t i = SEQ_PREFILL; i < SEQ_LEN; i++)
+        EXPECT_OK(decode_one(m, s, ids[i], rows + i * V, &next, NULL));
+    m->tg->session_destroy(m->model, s);
+}
+
+/* Greedy generation: tokens[0..steps) and the logits before each. */
+static void generate(const loaded *m, const gufo_token *prompt, size_t n_prompt, size_t steps, gufo_token *tokens,
+                     float *logits)
+{
+    const size_t V = (size_t)m->n_vocab;
+    gufo_text_session *s = new_session(m);
+    if (!s)
+        return;
+    gufo_step_output out = {.out_token = &tokens[0], .out_logits = logits};
+    EXPECT_OK(m->tg->prefill(m->model, s, prompt, n_prompt, &out, NULL, &err));
+    for (size_t i = 1; i < steps; i++)
+        EXPECT_OK(decode_one(m, s, tokens[i - 1], logits ? logits + i * V : NULL, &tokens[i], NULL));
+    m->tg->session_destroy(m->model, s);
+}
+
+static double max_abs(const float *v, size_t n)
+{
+    double best = 0;
+    for (size_t i = 0; i < n; i++)
+        best = fmax(best, fabs((double)v[i]));
+    return best;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double best = 0;
+    for (size_t i = 0; i < n; i++)
+        best = fmax(best, fabs((double)a[i] - (double)b[i]));
+    return best;
+}
+
+/* KL(softmax(p) || softmax(q)) in double. */
+static double kl(const float *p, const float *q, int32_t n)
+{
+    double mp = -INFINITY, mq = -INFINITY, sp = 0, sq = 0, total = 0;
+    for (int32_t i = 0; i < n; i++) {
+        mp = fmax(mp, p[i]);
+        mq = fmax(mq, q[i]);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        sp += exp(p[i] - mp);
+        sq += exp(q[i] - mq);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const double lp = p[i] - mp - log(sp), lq = q[i] - mq - log(sq);
+        total += exp(lp) * (lp - lq);
+    }
+    return total;
+}
+
+/* Gap between the largest and second-largest logit. */
+static double top2_margin(const float *v, int32_t n)
+{
+    double a = -INFINITY, b = -INFINITY;
+    for (int32_t i = 0; i < n; i++) {
+        if (v[i] > a) {
+            b = a;
+            a = v[i];
+        } else if (v[i] > b) {
+            b = v[i];
+        }
+    }
+    return a - b;
+}
+
+static void fixed_tokens(gufo_token *ids, size_t n, int32_t n_vocab, uint32_t seed)
+{
+    uint32_t x = seed;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        ids[i] = (gufo_token)((x >> 8) % (uint32_t)n_vocab);
+    }
+}
+
+/* ---- the checks ------------------------------------------------------------------ */
+
+static void compare_model(const char *label, const char *path)
+{
+    loaded c, g;
+    if (!load(&cpu, path, 0, &c) || !load(&gpu, path, 0, &g)) {
+        unload(&c);
+        unload(&g);
+        return;
+    }
+    const int32_t V = c.n_vocab;
+    GUFO_CHECK_EQ_INT(g.n_vocab, V);
+    gufo_token ids[SEQ_LEN];
+    fixed_tokens(ids, SEQ_LEN, V, 20250503u);
+    float *rc = calloc((size_t)SEQ_LEN * V, sizeof(float)), *rg = calloc((size_t)SEQ_LEN * V, sizeof(float));
+    run_sequence(&c, ids, rc);
+    run_sequence(&g, ids, rg);
+    const size_t first = (SEQ_PREFILL - 1) * (size_t)V, count = (SEQ_LEN - SEQ_PREFILL + 1) * (size_t)V;
+    const double scale = max_abs(rc + first, count), diff = max_abs_diff(rc + first, rg + first, count);
+    const double bound = 1e-4 * scale;
+    double kl_sum = 0, kl_max = 0;
+    int top1_same = 0;
+    for (size_t i = SEQ_PREFILL - 1; i < SEQ_LEN; i++) {
+        const double k = kl(rc + i * V, rg + i * V, V);
+        kl_sum += k;
+        kl_max = fmax(kl_max, k);
+        top1_same += gufo_argmax(rc + i * V, V) == gufo_argmax(rg + i * V, V);
+    }
+    const int positions = SEQ_LEN - SEQ_PREFILL + 1;
+    const double kl_mean = kl_sum / positions;
+
+    /* Greedy generation. */
+    gufo_token prompt[GEN_PROMPT], tc[GEN_STEPS], tgpu[GEN_STEPS];
+    fixed_tokens(prompt, GEN_PROMPT, V, 7u);
+    float *gl = calloc((size_t)GEN_STEPS * V, sizeof(float));
+    generate(&c, prompt, GEN_PROMPT, GEN_STEPS, tc, gl);
+    generate(&g, prompt, GEN_PROMPT, GEN_STEPS, tgpu, NULL);
+    int same = 0;
+    bool tie = false;
+    for (int i = 0; i < GEN_STEPS; i++) {
+        if (top2_margin(gl + (size_t)i * V, V) <= 2 * bound) {
+            tie = true; /* the bound cannot order this step; stop comparing here */
+            break;
+        }
+        if (tc[i] != tgpu[i])
+            break;
+        same++;
+    }
+    printf("gpu-vs-cpu: %-14s logits max|d| %.2e (bound %.2e, scale %.1f), KL mean %.2e max %.2e, top-1 %d/%d, "
+           "greedy %d/%d identical%s\n",
+           label, diff, bound, scale, kl_mean, kl_max, top1_same, positions, same, GEN_STEPS,
+           tie ? " (then a top-2 tie within the bound)" : "");
+    GUFO_CHECK(diff <= bound);
+    GUFO_CHECK(kl_mean <= 1e-6);
+    GUFO_CHECK_EQ_INT(top1_same, positions);
+    GUFO_CHECK(tie || same == GEN_STEPS);
+    free(gl);
+    free(rc);
+    free(rg);
+    unload(&c);
+    unload(&g);
+}
+
+/* Solo runs of three prompts vs the same three decoded in one batch; then
+ * truncate, snapshot/restore and graphs off, all on the GPU. */
+static void test_sessions(const char *path)
+{
+    loaded g;
+    if (!load(&gpu, path, 0, &g))
+        return;
+    const int32_t V = g.n_vocab;
+    enum { N = 3, PROMPT = 10, STEPS = 24 };
+    gufo_token prompts[N][PROMPT];
+    for (int s = 0; s < N; s++)
+        fixed_tokens(prompts[s], PROMPT, V, 100u + (uint32_t)s);
+    gufo_token solo_tokens[N][STEPS], batch_tokens[N][STEPS];
+    float *solo_logits = calloc((size_t)N * STEPS * V, sizeof(float));
+    float *batch_logits = calloc((size_t)N * STEPS * V, sizeof(float));
+    for (int s = 0; s < N; s++)
+        generate(&g, prompts[s], PROMPT, STEPS, solo_tokens[s], solo_logits + (size_t)s * STEPS * V);
+
+    gufo_text_session *sessions[N];
+    for (int s = 0; s < N; s++) {
+        sessions[s] = new_session(&g);
+        gufo_step_output out = {.out_token = &batch_tokens[s][0], .out_logits = batch_logits + (size_t)s * STEPS * V};
+        EXPECT_OK(g.tg->prefill(g.model, sessions[s], prompts[s], PROMPT, &out, NULL, &err));
+    }
+    for (int i = 1; i < STEPS; i++) {
+        gufo_decode_item items[N];
+        for (int s = 0; s < N; s++)
+            items[s] = (gufo_decode_item){
+                .session = sessions[s],
+                .token = batch_tokens[s][i - 1],
+                .output = {.out_token = &batch_tokens[s][i],
+                           .out_logits = batch_logits + ((size_t)s * STEPS + i) * V}};
+        gufo_decode_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = N};
+        EXPECT_OK(g.tg->decode(g.model, &batch, &err));
+    }
+    const double batch_diff = max_abs_diff(solo_logits, batch_logits, (size_t)N * STEPS * V);
+    printf("gpu sessions: batch of %d vs solo max|d| %.2e\n", N, batch_diff);
+    GUFO_CHECK(memcmp(solo_tokens, batch_tokens, sizeof solo_tokens) == 0);
+    GUFO_CHECK(batch_diff <= 1e-5 * max_abs(solo_logits, (size_t)STEPS * V));
+
+    /* Truncate: back to the prompt + 4 generated, then the same tokens again. */
+    gufo_text_session *a = sessions[0];
+    const uint32_t keep = PROMPT + 4;
+    GUFO_CHECK_EQ_INT(g.tg->session_length(g.model, a), PROMPT + STEPS - 1);
+    gufo_text_snapshot *snap = NULL;
+    EXPECT_OK(g.tg->truncate(g.model, a, keep, &err));
+    EXPECT_OK(g.tg->snapshot(g.model, a, &snap, &err));
+    float *again = calloc((size_t)V, sizeof(float));
+    gufo_token next = -1;
+    /* Position keep holds solo token keep - PROMPT; its logits predict solo token keep - PROMPT + 1. */
+    EXPECT_OK(decode_one(&g, a, solo_tokens[0][keep - PROMPT], again, &next, NULL));
+    GUFO_CHECK_EQ_INT(next, solo_tokens[0][keep - PROMPT + 1]);
+    GUFO_CHECK(memcmp(again, solo_logits + (size_t)(keep - PROMPT + 1) * V, (size_t)V * sizeof(float)) == 0);
+    /* Restore the snapshot into a fresh session: the same step again. */
+    gufo_text_session *b = new_session(&g);
+    if (snap && b) {
+        EXPECT_OK(g.tg->restore(g.model, b, snap, &err));
+        GUFO_CHECK_EQ_INT(g.tg->session_length(g.model, b), keep);
+        EXPECT_OK(decode_one(&g, b, solo_tokens[0][keep - PROMPT], again, &next, NULL));
+        GUFO_CHECK_EQ_INT(next, solo_tokens[0][keep - PROMPT + 1]);
+        GUFO_CHECK(memcmp(again, solo_logits + (size_t)(keep - PROMPT + 1) * V, (size_t)V * sizeof(float)) == 0);
+    }
+    g.tg->snapshot_destroy(g.model, snap);
+    for (int s = 0; s < N; s++)
+        g.tg->session_destroy(g.model, sessions[s]);
+    g.tg->session_destroy(g.model, b);
+
+    /* Device sampling: reproducible per seed, inside the top-k. */
+    gufo_sampling_params params;
+    gufo_sampling_params_default(&params);
+    params.seed = 42;
+    params.top_k = 5;
+    params.min_p = 0.0f;
+    gufo_sampler *sampler = NULL;
+    EXPECT_OK(gufo_sampler_create(&params, V, &sampler, &err));
+    gufo_token drawn[2][STEPS];
+    float *logits = calloc((size_t)V, sizeof(float));
+    int outside_top_k = 0;
+    for (int run = 0; run < 2; run++) {
+        gufo_text_session *s = new_session(&g);
+        gufo_step_output out = {.sampler = sampler, .out_token = &drawn[run][0], .out_logits = logits};
+        EXPECT_OK(g.tg->prefill(g.model, s, prompts[0], PROMPT, &out, NULL, &err));
+        for (int i = 1; i < STEPS; i++) {
+            /* logits holds the row drawn[run][i - 1] was sampled from */
+            int above = 0;
+            for (int32_t t = 0; t < V; t++)
+                above += logits[t] > logits[drawn[run][i - 1]];
+            outside_top_k += above >= params.top_k;
+            EXPECT_OK(decode_one(&g, s, drawn[run][i - 1], logits, &drawn[run][i], sampler));
+        }
+        g.tg->session_destroy(g.model, s);
+    }
+    gufo_sampler_destroy(sampler);
+    GUFO_CHECK(memcmp(drawn[0], drawn[1], sizeof drawn[0]) == 0);
+    GUFO_CHECK_EQ_INT(outside_top_k, 0);
+    free(logits);
+    unload(&g);
+
+    /* Graphs off: the same kernels launched one by one give the same logits. */
+    setenv("QWEN_GPU_GRAPHS", "0", 1);
+    loaded direct;
+    if (load(&gpu, path, 0, &direct)) {
+        gufo_token t[STEPS];
+        float *l = calloc((size_t)STEPS * V, sizeof(float));
+        generate(&direct, prompts[1], PROMPT, STEPS, t, l);
+        GUFO_CHECK(memcmp(t, solo_tokens[1], sizeof t) == 0);
+        GUFO_CHECK(memcmp(l, solo_logits + (size_t)STEPS * V, (size_t)STEPS * V * sizeof(float)) == 0);
+        free(l);
+    }
+    unload(&direct);
+    unsetenv("QWEN_GPU_GRAPHS");
+    free(again);
+    free(solo_logits);
+    free(batch_logits);
+}
+
+/* A device budget that holds the model and one short session: a long prefill
+ * in a second session is refused alone, the first keeps working. */
+static void test_budget(const char *path)
+{
+    loaded probe;
+    if (!load(&gpu, path, 0, &probe))
+        return;
+    const uint64_t base = gufo_memory_used(probe.memory, GUFO_MEMORY_DEVICE);
+    gufo_text_model_info info = {.struct_size = sizeof info};
+    EXPECT_OK(probe.tg->get_info(probe.model, &info));
+    const int32_t V = probe.n_vocab;
+    gufo_token prompt[GEN_PROMPT], want[16], got[16];
+    fixed_tokens(prompt, GEN_PROMPT, V, 7u);
+    generate(&probe, prompt, GEN_PROMPT, 16, want, NULL);
+    unload(&probe);
+
+    loaded g;
+    if (!load(&gpu, path, base + 80 * info.session_bytes_per_token, &g))
+        return;
+    gufo_text_session *a = new_session(&g), *b = new_session(&g);
+    gufo_step_output out = {.out_token = &got[0]};
+    EXPECT_OK(g.tg->prefill(g.model, a, prompt, GEN_PROMPT, &out, NULL, &err));
+    gufo_token long_prompt[200];
+    fixed_tokens(long_prompt, 200, V, 9u);
+    gufo_token ignored = -1;
+    gufo_step_output out_b = {.out_token = &ignored};
+    GUFO_CHECK_STATUS(g.tg->prefill(g.model, b, long_prompt, 200, &out_b, NULL, &err), GUFO_E_OVER_BUDGET, &err);
+    GUFO_CHECK_CONTAINS(err.message, "kv-cache");
+    printf("gpu budget: refused as expected: %s\n", err.message);
+    GUFO_CHECK_EQ_INT(g.tg->session_length(g.model, b), 0);
+    err = (gufo_error){0};
+    for (int i = 1; i < 16; i++)
+        EXPECT_OK(decode_one(&g, a, got[i - 1], NULL, &got[i], NULL));
+    GUFO_CHECK(memcmp(got, want, sizeof got) == 0);
+    /* A prompt past the context is refused before any work. */
+    gufo_token too_long[300];
+    fixed_tokens(too_long, 300, V, 11u);
+    GUFO_CHECK_STATUS(g.tg->prefill(g.model, b, too_long, 300, NULL, NULL, &err), GUFO_E_CONTEXT_OVERFLOW, &err);
+    GUFO_CHECK_EQ_INT(g.tg->session_length(g.model, b), 0);
+    unload(&g);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s GOLDEN_DIR SCRATCH_DIR\n", argv[0]);
+        return 2;
+    }
+    golden_dir = argv[1];
+    scratch_dir = argv[2];
+    cpu.struct_size = gpu.struct_size = sizeof(gufo_provider);
+    if (gufo_ext_qwen_cpu_provider(NULL, &cpu, &err) != GUFO_OK ||
+        gufo_ext_qwen_gpu_provider(NULL, &gpu, &err) != GUFO_OK) {
+        fprintf(stderr, "provider entry failed: %s\n", err.message);
+        return 1;
+    }
+    char tiny[1024];
+    snprintf(tiny, sizeof tiny, "%s/tiny.gguf", golden_dir);
+    gufo_artifact *artifact = NULL;
+    if (gufo_artifact_open(tiny, &artifact, &err) != GUFO_OK)
+        GUFO_CHECK_SKIP("tests/golden/qwen/tiny.gguf is absent");
+    gufo_probe_result probe = {0};
+    EXPECT_OK(gpu.probe(gpu.userdata, artifact, &probe));
+    gufo_artifact_close(artifact);
+    if (!probe.accept) {
+        /* No GPU here: the probe must say so, so that qwen-cpu serves instead. */
+        GUFO_CHECK(strstr(probe.reason, "GPU") != NULL);
+        if (GUFO_CHECK_FAILURES)
+            return GUFO_CHECK_DONE();
+        char why[GUFO_PROBE_REASON_MAX + 32];
+        snprintf(why, sizeof why, "qwen-gpu declines: %s", probe.reason);
+        GUFO_CHECK_SKIP(why);
+    }
+    gufo_device_info device = {.struct_size = sizeof device};
+    EXPECT_OK(gufo_device_query(&device, &err));
+    printf("device: %s (%s), %.1f GiB, driver %d\n", device.name, device.arch,
+           (double)device.total_bytes / (1024.0 * 1024.0 * 1024.0), device.driver_version);
+
+    char path[1024];
+    const char *goldens[] = {"tiny", "tiny-untied", "tiny-256"};
+    for (size_t i = 0; i < sizeof goldens / sizeof goldens[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s.gguf", golden_dir, goldens[i]);
+        compare_model(goldens[i], path);
+    }
+    const struct {
+        const char *label;
+        gufo_tensor_type type;
+        bool mix;
+    } quants[] = {
+        {"tiny-256-q8_0", GUFO_TENSOR_Q8_0, false},  {"tiny-256-q6_k", GUFO_TENSOR_Q6_K, false},
+        {"tiny-256-q4_k", GUFO_TENSOR_Q4_K, false},  {"tiny-256-q4_k_m", GUFO_TENSOR_Q4_K, true},
+        {"tiny-256-f16", GUFO_TENSOR_F16, false},
+    };
+    for (size_t i = 0; i < sizeof quants / sizeof quants[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "gpu-%s.gguf", quants[i].label);
+        if (quantize("tiny-256", quants[i].type, quants[i].mix, name, path, sizeof path))
+            compare_model(quants[i].label, path);
+    }
+    snprintf(path, sizeof path, "%s/tiny-256.gguf", golden_dir);
+    test_sessions(path);
+    test_budget(path);
+    return GUFO_CHECK_DONE();
+}
