@@ -13,6 +13,8 @@
 static const char *const message_fields[] = {
     "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p", "top_k", "stream",
     "tools", "tool_choice", "metadata", "thinking", "service_tier", NULL};
+/* count_tokens takes the conversation only. */
+static const char *const count_fields[] = {"model", "messages", "system", "tools", "tool_choice", "thinking", NULL};
 
 /* ---- errors in Anthropic's shape -------------------------------------------- */
 
@@ -351,20 +353,22 @@ static bool parse_tools(msg_request *r, const cJSON *root, srv_api_error *e)
     return ok;
 }
 
-static bool parse_request(const srv_app *app, const char *body, size_t len, msg_request *r, srv_api_error *e)
+/* `counting`: a count_tokens request (no max_tokens, no sampling). */
+static bool parse_request(const srv_app *app, const char *body, size_t len, bool counting, msg_request *r,
+                          srv_api_error *e)
 {
     memset(r, 0, sizeof *r);
     if (!srv_parse_body(body, len, &r->root, e))
         return false;
     const cJSON *root = r->root;
-    if (!srv_check_fields(root, message_fields, e) || !srv_check_model(app, root, e) ||
+    if (!srv_check_fields(root, counting ? count_fields : message_fields, e) || !srv_check_model(app, root, e) ||
         !srv_get_bool(root, "stream", &r->stream, e))
         return false;
     int64_t mt = 0;
     bool given = false;
     if (!srv_get_integer(root, "max_tokens", 1, INT32_MAX, &mt, &given, e))
         return false;
-    if (!given)
+    if (!given && !counting)
         return srv_fail(e, 400, "max_tokens", "Field required");
     r->gen.max_tokens = mt;
     r->gen.max_tokens_param = "max_tokens";
@@ -649,7 +653,7 @@ void srv_anthropic_handle_messages(void *app_ptr, srv_http_request *req)
     bool ok = o != NULL;
     if (!ok)
         srv_fail(&e, 503, NULL, "out of memory");
-    ok = ok && parse_request(app, body, body_len, &r, &e);
+    ok = ok && parse_request(app, body, body_len, false, &r, &e);
     if (ok) {
         o->app = app;
         o->stream = r.stream;
@@ -685,4 +689,24 @@ void srv_anthropic_handle_messages(void *app_ptr, srv_http_request *req)
     }
     srv_generation_free(&g);
     output_free(o);
+}
+
+void srv_anthropic_handle_count_tokens(void *app_ptr, srv_http_request *req)
+{
+    srv_app *app = app_ptr;
+    msg_request r;
+    srv_api_error e = {0};
+    size_t body_len = 0;
+    const char *body = srv_http_body(req, &body_len);
+    size_t n_tokens = 0;
+    bool ok = parse_request(app, body, body_len, true, &r, &e) &&
+              srv_generation_count_prompt(app, &r.gen, &n_tokens, &e);
+    request_free(&r);
+    if (!ok) {
+        respond_api_error(req, &e);
+        return;
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "input_tokens", (double)n_tokens);
+    srv_http_respond_json(req, 200, root);
 }

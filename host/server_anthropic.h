@@ -20,6 +20,13 @@
 /** The handler; `app` is a srv_app whose model generates text. */
 void srv_anthropic_handle_messages(void *app, srv_http_request *req);
 
+/**
+ * POST /v1/messages/count_tokens: the same request without max_tokens, answered
+ * with {"input_tokens": N} — the prompt as the model's template renders it,
+ * tools included. Claude Code asks it to size its context.
+ */
+void srv_anthropic_handle_count_tokens(void *app, srv_http_request *req);
+
 /** Answers `status` with an Anthropic error object whose type follows from the status. */
 void srv_anthropic_respond_error(srv_http_request *req, unsigned status, const char *fmt, ...) GUFO_EXT_PRINTF(3, 4);
 

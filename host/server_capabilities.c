@@ -19,6 +19,7 @@ static const capability_endpoint endpoints[] = {
     {"POST", "/v1/completions", GUFO_CAPABILITY_TEXT_GENERATION, srv_openai_handle_completions},
     {"POST", "/v1/responses", GUFO_CAPABILITY_TEXT_GENERATION, srv_responses_handle},
     {"POST", "/v1/messages", GUFO_CAPABILITY_TEXT_GENERATION, srv_anthropic_handle_messages},
+    {"POST", "/v1/messages/count_tokens", GUFO_CAPABILITY_TEXT_GENERATION, srv_anthropic_handle_count_tokens},
     {"POST", "/v1/embeddings", GUFO_CAPABILITY_EMBEDDINGS, NULL},
     {"POST", "/v1/audio/transcriptions", GUFO_CAPABILITY_SPEECH_RECOGNITION, NULL},
     {"POST", "/v1/audio/translations", GUFO_CAPABILITY_SPEECH_RECOGNITION, NULL},
@@ -39,7 +40,7 @@ static void route(const capability_endpoint *ep, void *app_ptr, srv_http_request
         return;
     }
     /* Anthropic clients read their own error shape; everyone else gets OpenAI's. */
-    if (ep->handler == srv_anthropic_handle_messages) {
+    if (ep->handler == srv_anthropic_handle_messages || ep->handler == srv_anthropic_handle_count_tokens) {
         srv_anthropic_respond_error(req, 501, "%s needs a model with the %s capability; this server runs '%s' (%s)",
                                     ep->path, needed, app->model_id, gufo_capability_name(loaded));
         return;
@@ -57,11 +58,11 @@ static void route(const capability_endpoint *ep, void *app_ptr, srv_http_request
 /* A route's handler gets only (app, req), not its route: one thin function per table row. */
 #define ROUTE_FN(i) static void route_##i(void *app, srv_http_request *req) { route(&endpoints[i], app, req); }
 ROUTE_FN(0) ROUTE_FN(1) ROUTE_FN(2) ROUTE_FN(3) ROUTE_FN(4) ROUTE_FN(5) ROUTE_FN(6) ROUTE_FN(7) ROUTE_FN(8)
-ROUTE_FN(9) ROUTE_FN(10)
+ROUTE_FN(9) ROUTE_FN(10) ROUTE_FN(11)
 #undef ROUTE_FN
 
 static const srv_http_handler route_fns[] = {route_0, route_1, route_2, route_3, route_4, route_5,
-                                             route_6, route_7, route_8, route_9, route_10};
+                                             route_6, route_7, route_8, route_9, route_10, route_11};
 _Static_assert(sizeof route_fns / sizeof route_fns[0] == N_ENDPOINTS, "one route function per endpoint");
 
 static srv_http_route routes[N_ENDPOINTS];

@@ -61,16 +61,10 @@ static bool check_context(const srv_app *app, const srv_gen_params *p, size_t n_
     return true;
 }
 
-bool srv_generation_start(srv_app *app, const srv_gen_params *p, const gufo_output_sink *sink,
-                          srv_generation *g, srv_api_error *e)
+/* Renders the chat (or takes the raw prompt) and tokenizes it; the caller frees *tokens. */
+static bool prompt_tokens(srv_app *app, const srv_gen_params *p, gufo_token **tokens, size_t *n_tokens,
+                          srv_api_error *e)
 {
-    memset(g, 0, sizeof *g);
-    g->app = app;
-    g->sink = *sink;
-    g->tool_choice = p->tool_choice;
-    if (gufo_text_buffer_create(0, &g->piece) != GUFO_OK)
-        return srv_fail(e, 503, NULL, "out of memory");
-
     gufo_text_buffer *rendered = NULL;
     const char *text = p->prompt;
     size_t text_len = p->prompt_len;
@@ -87,10 +81,32 @@ bool srv_generation_start(srv_app *app, const srv_gen_params *p, const gufo_outp
         }
         text = gufo_text_buffer_data(rendered, &text_len);
     }
+    bool ok = tokenize(app, text, text_len, tokens, n_tokens, e);
+    gufo_text_buffer_destroy(rendered);
+    return ok;
+}
+
+bool srv_generation_count_prompt(srv_app *app, const srv_gen_params *params, size_t *n_tokens, srv_api_error *e)
+{
+    gufo_token *tokens = NULL;
+    *n_tokens = 0;
+    bool ok = prompt_tokens(app, params, &tokens, n_tokens, e);
+    free(tokens);
+    return ok;
+}
+
+bool srv_generation_start(srv_app *app, const srv_gen_params *p, const gufo_output_sink *sink,
+                          srv_generation *g, srv_api_error *e)
+{
+    memset(g, 0, sizeof *g);
+    g->app = app;
+    g->sink = *sink;
+    g->tool_choice = p->tool_choice;
+    if (gufo_text_buffer_create(0, &g->piece) != GUFO_OK)
+        return srv_fail(e, 503, NULL, "out of memory");
     gufo_token *tokens = NULL;
     size_t n_tokens = 0;
-    bool ok = tokenize(app, text, text_len, &tokens, &n_tokens, e) && check_context(app, p, n_tokens, e);
-    gufo_text_buffer_destroy(rendered);
+    bool ok = prompt_tokens(app, p, &tokens, &n_tokens, e) && check_context(app, p, n_tokens, e);
     g->n_prompt = n_tokens;
 
     if (ok && p->chat && has_tool_parser(app->tg)) {

@@ -52,6 +52,9 @@ typedef struct srv_generation {
 bool srv_generation_start(srv_app *app, const srv_gen_params *params, const gufo_output_sink *sink,
                           srv_generation *g, srv_api_error *e);
 
+/** Renders and tokenizes only: the prompt's token count (Anthropic's count_tokens). */
+bool srv_generation_count_prompt(srv_app *app, const srv_gen_params *params, size_t *n_tokens, srv_api_error *e);
+
 /**
  * Waits up to one slice (about 50 ms) for text, feeds it through the parser
  * into the sink and returns the job's state (SRV_FINISH_NONE while it runs).

@@ -189,6 +189,12 @@ async function groupMessages() {
     assert.equal(m.usage.output_tokens, 24);
     assert.equal(typeof m.usage.cache_read_input_tokens, 'number');
 
+    // count_tokens (what Claude Code asks to size its context) counts the same prompt.
+    const counted = await claude.messages.countTokens({ model: MODEL_ID, system: params.system, messages: params.messages });
+    assert.equal(counted.input_tokens, m.usage.input_tokens);
+    assertAnthropicError(await post(server, '/v1/messages/count_tokens', { messages: [] }), 400, 'count_tokens without messages',
+      'invalid_request_error');
+
     // System as text blocks and content as text blocks: the same conversation.
     const blocks = await claude.messages.create({ ...params,
       system: [{ type: 'text', text: MESSAGES[0].content, cache_control: { type: 'ephemeral' } }],
@@ -437,6 +443,9 @@ async function groupToolsModel() {
       const msg = await claude.messages.create({ model: 'tools4k', messages: user, max_tokens: 12, temperature: 0,
         tools: [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.parameters }] });
       assert.equal(msg.usage.input_tokens, chat.usage.prompt_tokens, 'anthropic tools render like chat tools');
+      const counted = await claude.messages.countTokens({ model: 'tools4k', messages: user,
+        tools: [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.parameters }] });
+      assert.equal(counted.input_tokens, chat.usage.prompt_tokens, 'count_tokens includes the tools');
       assert.equal(msg.content.filter((b) => b.type === 'text').map((b) => b.text).join(''), text);
 
       // Required / named tool_choice that the model does not follow: 422 in each protocol's shape.
