@@ -10,11 +10,15 @@
 /* Anthropic allows more; the scheduler's window grows with each one, so keep it modest. */
 #define MAX_STOP 16
 
+/* Besides the documented fields, what Claude Code adds for Anthropic's own servers
+ * (context_management, betas, output_config, container) is accepted and has no effect here. */
 static const char *const message_fields[] = {
     "model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p", "top_k", "stream",
-    "tools", "tool_choice", "metadata", "thinking", "service_tier", NULL};
+    "tools", "tool_choice", "metadata", "thinking", "service_tier", "context_management", "betas", "output_config",
+    "container", NULL};
 /* count_tokens takes the conversation only. */
-static const char *const count_fields[] = {"model", "messages", "system", "tools", "tool_choice", "thinking", NULL};
+static const char *const count_fields[] = {"model", "messages", "system", "tools", "tool_choice", "thinking",
+                                           "context_management", "betas", "output_config", NULL};
 
 /* ---- errors in Anthropic's shape -------------------------------------------- */
 
@@ -252,6 +256,25 @@ static bool parse_assistant(msg_request *r, const cJSON *content, size_t i, srv_
     return true;
 }
 
+/* A system turn inside `messages` (newer Claude Code sends them mid-conversation, some with
+ * no content and only settings for Anthropic's servers): a system message, unless empty. */
+static bool parse_system_turn(msg_request *r, const cJSON *content, size_t i, srv_api_error *e)
+{
+    char where[48];
+    snprintf(where, sizeof where, "messages.%zu.content", i);
+    const char *text = NULL;
+    if (!blocks_text(&r->chat, content, where, &text, e))
+        return false;
+    if (!text[0])
+        return true;
+    gufo_chat_message *m = srv_chat_add(&r->chat);
+    if (!m)
+        return srv_fail(e, 503, NULL, "out of memory");
+    m->role = "system";
+    m->content = text;
+    return true;
+}
+
 static bool parse_messages(msg_request *r, const cJSON *root, srv_api_error *e)
 {
     const cJSON *system = cJSON_GetObjectItemCaseSensitive(root, "system");
@@ -279,11 +302,15 @@ static bool parse_messages(msg_request *r, const cJSON *root, srv_api_error *e)
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
         char where[32];
         snprintf(where, sizeof where, "messages.%zu", i);
-        if (!role || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0))
-            return srv_fail(e, 400, where, "role must be \"user\" or \"assistant\"");
+        if (!role || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0 && strcmp(role, "system") != 0))
+            return srv_fail(e, 400, where, "role must be \"user\", \"assistant\" or \"system\"");
         if (!content)
             return srv_fail(e, 400, where, "content: Field required");
-        bool ok = strcmp(role, "user") == 0 ? parse_user(r, content, i, e) : parse_assistant(r, content, i, e);
+        bool ok;
+        if (strcmp(role, "system") == 0)
+            ok = parse_system_turn(r, content, i, e);
+        else
+            ok = strcmp(role, "user") == 0 ? parse_user(r, content, i, e) : parse_assistant(r, content, i, e);
         if (!ok)
             return false;
         i++;

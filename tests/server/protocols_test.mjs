@@ -189,6 +189,17 @@ async function groupMessages() {
     assert.equal(m.usage.output_tokens, 24);
     assert.equal(typeof m.usage.cache_read_input_tokens, 'number');
 
+    // What newer Claude Code sends: fields meant for Anthropic's servers (accepted, no effect) and
+    // system turns inside `messages`; an empty one (settings only) changes nothing.
+    const extras = await claude.messages.create({ ...params, context_management: { edits: [] }, betas: ['x'],
+      messages: [MESSAGES[1], { role: 'system', content: [], output_config: { effort: 'low' } }] });
+    assert.equal(extras.content[0].text, text);
+    assert.equal(extras.usage.input_tokens, m.usage.input_tokens);
+    const midSystem = await claude.messages.create({ ...params,
+      messages: [MESSAGES[1], { role: 'assistant', content: 'Red.' }, { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'More?' }] });
+    assert.ok(midSystem.usage.input_tokens > m.usage.input_tokens);
+
     // count_tokens (what Claude Code asks to size its context) counts the same prompt.
     const counted = await claude.messages.countTokens({ model: MODEL_ID, system: params.system, messages: params.messages });
     assert.equal(counted.input_tokens, m.usage.input_tokens);
@@ -317,7 +328,7 @@ async function groupMessagesErrors() {
     assertAnthropicError(await post(server, path, { max_tokens: 2 }), 400, 'no messages', invalid);
     assertAnthropicError(await post(server, path, { ...ok, messages: [] }), 400, 'empty messages', invalid);
     assertAnthropicError(await post(server, path, { ...ok, messages: 'hi' }), 400, 'messages wrong type', invalid);
-    assertAnthropicError(await post(server, path, { ...ok, messages: [{ role: 'system', content: 'x' }] }), 400, 'system role', invalid);
+    assertAnthropicError(await post(server, path, { ...ok, messages: [{ role: 'tool', content: 'x' }] }), 400, 'unknown role', invalid);
     assertAnthropicError(await post(server, path, { ...ok, messages: [{ role: 'user' }] }), 400, 'no content', invalid);
     assertAnthropicError(await post(server, path, { ...ok, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }),
       400, 'image block', invalid);
