@@ -16,6 +16,8 @@
 #                                              must run at directory scope)
 #   gufo_extensions_process([SEARCH_DIRS <dir>...] [LOCK <file>])
 #   gufo_add_registry(<executable>)            after gufo_extensions_process()
+# gufo_extensions_process() also builds the conformance driver and registers the
+# conformance tests (GUFO_CONFORMANCE, default ON; see docs/conformance.md).
 #
 # In extension.cmake (included by gufo_extensions_process()):
 #   gufo_extension_library(<target> SOURCES <src>... [CUDA_SOURCES <src>...] [LINK <item>...])
@@ -48,6 +50,8 @@ option(GUFO_WERROR "Treat compiler warnings as errors (default ON when the CI en
 set(GUFO_SANITIZE "" CACHE STRING "Sanitizers for every C target, comma separated, e.g. address,undefined")
 option(GUFO_FUZZ "Build the libFuzzer targets (clang): adds -fsanitize=fuzzer-no-link,address,undefined everywhere"
        OFF)
+option(GUFO_CONFORMANCE "Build the conformance driver gufo_conformance and, with BUILD_TESTING, register the \
+conformance tests of every extension (ctest -L conformance)" ON)
 option(GUFO_RELEASE "Build only the official extensions named in extensions.lock (and what they depend on)" OFF)
 set(GUFO_EXTENSIONS "" CACHE STRING
     "Build only these extensions (and what they depend on); ';' separated. Empty: all")
@@ -188,15 +192,17 @@ function(_gufo_extension_target kind target)
     if(NOT ARG_SOURCES AND NOT ARG_CUDA_SOURCES)
         _gufo_fail("gufo: extension build file error:" "${where}: gufo_extension_${kind}(${target}) needs SOURCES")
     endif()
+    # Skipped targets first: a GPU target has no GPU language when no GPU
+    # compiler was found, which is exactly when it is not built.
+    if(NOT GUFO_EXT_TARGET_${target}_AVAILABLE)
+        message(STATUS "gufo: ${target} not built: ${GUFO_EXT_TARGET_${target}_REASON}")
+        return()
+    endif()
     set(language ${GUFO_EXT_TARGET_${target}_GPU_LANGUAGE})
     if(ARG_CUDA_SOURCES AND NOT language)
         _gufo_fail("gufo: extension build file error:"
                    "${where}: target '${target}' has CUDA_SOURCES, but its entry in extension.json does "
                    "not require gpu, cuda or hip")
-    endif()
-    if(NOT GUFO_EXT_TARGET_${target}_AVAILABLE)
-        message(STATUS "gufo: ${target} not built: ${GUFO_EXT_TARGET_${target}_REASON}")
-        return()
     endif()
 
     # Relative paths are the extension's, not the top directory's (which is
@@ -390,6 +396,81 @@ function(gufo_extensions_process)
     set_property(GLOBAL PROPERTY GUFO_REGISTRY_LIBRARIES ${registry_libraries})
     set_property(GLOBAL PROPERTY GUFO_EXTENSIONS_PROCESSED ON)
     set(GUFO_SELECTED_EXTENSIONS ${GUFO_EXT_SELECTED} PARENT_SCOPE)
+    _gufo_add_conformance()
+endfunction()
+
+# ---- The conformance kit ------------------------------------------------------
+
+# The kit's sources: conformance/ next to sdk/ in Gufo's tree, and
+# share/gufo-ext/conformance/ in an installed SDK (same layout).
+set(GUFO_CONFORMANCE_DIR ${_gufo_sdk_parent}/conformance)
+if(NOT DEFINED GUFO_VERSION)
+    set(GUFO_VERSION "${CMAKE_PROJECT_VERSION}")  # Gufo's own tree; an installed SDK's config sets it
+endif()
+
+# Suites per capability (docs/conformance.md). Capabilities whose first
+# provider has not landed run the capability-independent suites only.
+set(_GUFO_CONFORMANCE_SUITES_text_generation configuration tokenizer numerics isolation streaming cache memory
+    bad_artifacts)
+set(_GUFO_CONFORMANCE_SUITES_decisions configuration numerics isolation streaming memory bad_artifacts)
+set(_GUFO_CONFORMANCE_SUITES_other configuration memory bad_artifacts)
+
+# The driver gufo_conformance, linked against the generated registry (so it
+# runs every provider compiled in), and with BUILD_TESTING one CTest test per
+# provider and suite, `conformance.<extension>.<provider>.<suite>`, labelled
+# `conformance` and `conformance:<extension>`. A provider whose library is
+# not built here gets one test that skips with the reason. Each test writes
+# its JSON report and summary to ${CMAKE_BINARY_DIR}/conformance/.
+function(_gufo_add_conformance)
+    if(NOT GUFO_CONFORMANCE OR NOT EXISTS ${GUFO_CONFORMANCE_DIR}/conformance.cmake)
+        return()
+    endif()
+    include(${GUFO_CONFORMANCE_DIR}/conformance.cmake)
+    find_package(Threads REQUIRED)
+    set(out_dir ${CMAKE_BINARY_DIR}/conformance)
+    add_executable(gufo_conformance ${GUFO_CONFORMANCE_SOURCES})
+    set_target_properties(gufo_conformance PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+    target_include_directories(gufo_conformance PRIVATE ${GUFO_CONFORMANCE_DIR})
+    target_compile_definitions(gufo_conformance PRIVATE
+        "GUFO_CONFORMANCE_GUFO_VERSION=\"${GUFO_VERSION}\""
+        "GUFO_CONFORMANCE_EXTENSIONS_BUILD_DIR=\"${CMAKE_BINARY_DIR}/gufo_extensions\""
+        "GUFO_CONFORMANCE_WORK_DIR=\"${out_dir}/work\"")
+    target_link_libraries(gufo_conformance PRIVATE cjson Threads::Threads m)
+    gufo_apply_project_warnings(gufo_conformance)
+    gufo_add_registry(gufo_conformance)
+    if(NOT BUILD_TESTING)
+        return()
+    endif()
+    file(MAKE_DIRECTORY ${out_dir})
+    foreach(name IN LISTS GUFO_EXT_SELECTED)
+        foreach(id IN LISTS GUFO_EXT_${name}_PROVIDERS)
+            set(capability ${GUFO_EXT_PROVIDER_${id}_CAPABILITY})
+            set(suites ${_GUFO_CONFORMANCE_SUITES_${capability}})
+            if(NOT suites)
+                set(suites ${_GUFO_CONFORMANCE_SUITES_other})
+            endif()
+            set(target ${GUFO_EXT_PROVIDER_${id}_TARGET})
+            set(available ON)
+            if(NOT GUFO_EXT_TARGET_${target}_AVAILABLE OR NOT GUFO_EXT_TARGET_${GUFO_EXT_${name}_TARGET}_AVAILABLE)
+                set(available OFF)
+                set(suites configuration)  # one test, which skips with the reason
+            endif()
+            foreach(suite IN LISTS suites)
+                set(test conformance.${name}.${id}.${suite})
+                if(NOT available)
+                    set(test conformance.${name}.${id})
+                endif()
+                add_test(NAME ${test}
+                         COMMAND gufo_conformance --extension ${name} --provider ${id} --suite ${suite}
+                                 --report ${out_dir}/${name}.${id}.${suite}.json
+                                 --summary ${out_dir}/${name}.${id}.${suite}.txt
+                                 --work-dir ${out_dir}/work/${name}.${suite}
+                         WORKING_DIRECTORY ${out_dir})
+                set_tests_properties(${test} PROPERTIES LABELS "conformance;conformance:${name}"
+                                     SKIP_RETURN_CODE 77 TIMEOUT 600)
+            endforeach()
+        endforeach()
+    endforeach()
 endfunction()
 
 # Builds the one extension in the calling directory on its own, against an

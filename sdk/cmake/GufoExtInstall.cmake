@@ -7,6 +7,7 @@
 #   lib/pkgconfig/gufo-ext.pc                          Cflags/Libs for the runtime
 #   share/gufo-ext/sdk/{cmake,tools,allowlist.json}    helpers, gufo_sdk.py, the allowlist
 #   share/gufo-ext/{schema,changes,template}           manifest schemas, change records, the template
+#   share/gufo-ext/conformance                         the conformance kit's sources (gufo_conformance)
 #
 # The share/gufo-ext layout mirrors the source tree (sdk/, schema/), so
 # GufoExt.cmake finds the tool, allowlist and schemas the same way in both.
@@ -51,6 +52,10 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/sdk/tools/gufo_sdk.py DESTINATION ${GUFO_
 install(FILES ${PROJECT_SOURCE_DIR}/sdk/allowlist.json DESTINATION ${GUFO_INSTALL_SDK_DIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/schema/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/schema)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/changes/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/changes)
+if(EXISTS ${PROJECT_SOURCE_DIR}/conformance)
+    # The conformance kit: its driver is built in each extension's standalone build.
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/conformance/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/conformance)
+endif()
 if(EXISTS ${PROJECT_SOURCE_DIR}/template)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/template/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/template)
 endif()

@@ -366,6 +366,17 @@ def semantic_problems(manifest, directory, shown):
     if name in manifest.get("depends", []):
         problems.append(f"{shown}: depends: an extension cannot depend on itself")
 
+    # Conformance data: what the manifest names must be there (a generated
+    # artifact appears only when the extension is built, so it is not checked).
+    for i, artifact in enumerate(manifest.get("conformance", [])):
+        if not artifact.get("generated", False) and not (directory / artifact["path"]).is_file():
+            problems.append(f"{shown}: conformance[{i}].path: '{artifact['path']}' does not exist "
+                            "(relative to the extension's directory; set \"generated\": true for a file the "
+                            "build writes)")
+        if "reference" in artifact and not (directory / artifact["reference"]).is_file():
+            problems.append(f"{shown}: conformance[{i}].reference: '{artifact['reference']}' does not "
+                            "exist (relative to the extension's directory)")
+
     fragment_names = set()
     root = directory.resolve()
     for i, test in enumerate(manifest.get("tests", [])):
@@ -410,6 +421,18 @@ def load_extension(ctx, directory):
     problems = ctx.schema_problems("extension.schema.json", document, ext.shown)
     if not problems:
         problems = semantic_problems(document, ext.dir, ext.shown)
+    if not problems:
+        # Conformance reference data is checked as early as the manifest, so a
+        # malformed golden file fails the configure, not a test run later.
+        for artifact in document.get("conformance", []):
+            if "reference" in artifact and (ctx.schema_dir / "conformance-reference.schema.json").is_file():
+                ref = ext.dir / artifact["reference"]
+                try:
+                    data = load_json(ref, ctx.show(ref))
+                except SdkError as e:
+                    problems += e.problems
+                    continue
+                problems += ctx.schema_problems("conformance-reference.schema.json", data, ctx.show(ref))
     if not problems:
         ext.manifest = document
     return ext, problems
@@ -782,6 +805,12 @@ def cmake_data(records, allowlist, configure_depends):
         setv(pre + "TARGETS", [t["name"] for t in r["targets"]])
         setv(pre + "REGISTRY_TARGETS", sorted({r["target"]} | {p["target"] for p in r["providers"]}))
         setv(pre + "TEST_FRAGMENTS", [t["fragment"] for t in r["tests"]])
+        # For the conformance tests registered per provider (GufoExt.cmake).
+        setv(pre + "TARGET", r["target"])
+        setv(pre + "PROVIDERS", [p["id"] for p in r["providers"]])
+        for p in r["providers"]:
+            setv(f"GUFO_EXT_PROVIDER_{p['id']}_CAPABILITY", p["capability"])
+            setv(f"GUFO_EXT_PROVIDER_{p['id']}_TARGET", p["target"])
         setv(pre + "SUMMARY", summary_line(r))
         for t in r["targets"]:
             tp = f"GUFO_EXT_TARGET_{t['name']}_"

@@ -5,7 +5,8 @@ What an extension author does with a Gufo release: `cmake --install` the SDK,
 then configure the extension's own directory (a copy outside the Gufo tree)
 with CMAKE_PREFIX_PATH pointing at the install, build it, and run ctest. The
 test passes only if every step succeeds and the extension's ctest ran at least
-one test with none failing or skipped.
+one test with none failing or skipped, conformance tests (label
+conformance:<name>) among them.
 """
 import argparse
 import pathlib
@@ -50,7 +51,16 @@ def main() -> int:
     m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", out)
     if not m or int(m.group(3)) == 0 or int(m.group(2)) != 0 or "Not Run" in out or "***Skipped" in out:
         sys.exit(f"test_out_of_tree: {name}'s own tests did not all run and pass")
-    print(f"test_out_of_tree: {name} built out of tree against the installed SDK; {m.group(3)} test(s) passed")
+    # The conformance kit comes with the installed SDK: its tests ran above,
+    # and ran the extension's providers (docs/conformance.md).
+    out = run(["ctest", "--test-dir", build, "-L", f"conformance:{name}"])
+    m2 = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", out)
+    reports = sorted((build / "conformance").glob(f"{name}.*.json"))
+    if not m2 or int(m2.group(3)) == 0 or int(m2.group(2)) != 0 or "***Skipped" in out or not reports:
+        print(out[-3000:])
+        sys.exit(f"test_out_of_tree: the conformance tests of {name} did not run and pass against the installed SDK")
+    print(f"test_out_of_tree: {name} built out of tree against the installed SDK; {m.group(3)} test(s) passed, "
+          f"{m2.group(3)} of them conformance tests ({len(reports)} report(s) in {build / 'conformance'})")
     return 0
 
 

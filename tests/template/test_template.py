@@ -6,7 +6,8 @@
       GUFO_EXTENSION_DIRS pointing at it in a fresh build directory, then checks
       what a model author would: `gufo diagnose` lists the extension and its
       provider as available, `gufo prompt` continues "Th" the way the corpus
-      says it should, and `ctest -L extension:tiny_bigram` runs and passes.
+      says it should, and `ctest -L extension:tiny_bigram` and
+      `ctest -L conformance:tiny_bigram` (the conformance kit) run and pass.
 
   test_template.py rename --source-dir SRC --work-dir DIR [--cmake-arg ...]
       Renders with extension_name=my_quant and checks that every name was
@@ -183,6 +184,17 @@ def test_default(args):
         cases = suite.findall(".//testcase")
         passed = [c for c in cases if c.get("status") == "run" and c.find("failure") is None]
         check(len(passed) >= 1, f"ctest ran at least one tiny_bigram test ({len(passed)} passed of {len(cases)})")
+
+    # The conformance kit qualifies the rendered extension as it is: every suite
+    # of its text-generation provider runs and passes, none is skipped.
+    proc = run(["ctest", "--test-dir", build, "-L", "conformance:tiny_bigram", "--output-on-failure"],
+               check_rc=False, timeout=1800)
+    print(proc.stdout[-4000:])
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", proc.stdout)
+    check(proc.returncode == 0 and m is not None and int(m.group(3)) >= 8 and "Skipped" not in proc.stdout,
+          "ctest -L conformance:tiny_bigram runs the eight text-generation suites and they pass")
+    reports = sorted((build / "conformance").glob("tiny_bigram.tiny-bigram.*.json"))
+    check(len(reports) >= 8, f"each conformance suite wrote its JSON report ({len(reports)} found)")
 
 
 def test_rename(args):

@@ -1,0 +1,293 @@
+/* artifact_edit.c — the damaged and altered artifacts the probe and bad-artifact
+ * cases feed to a provider, derived from a good artifact with the runtime's own
+ * GGUF reader and writer (so an author ships no bad files). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "conformance.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static gufo_status read_file(const char *path, uint8_t **out, size_t *len, gufo_error *err)
+{
+    *out = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return gufo_error_set(err, GUFO_E_IO, "%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) break;
+        uint8_t *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (!buf) return gufo_error_set(err, GUFO_E_NO_MEMORY, "%s: out of memory", path);
+    if (failed) {
+        free(buf);
+        return gufo_error_set(err, GUFO_E_IO, "%s: read error", path);
+    }
+    *out = buf;
+    *len = n;
+    return GUFO_OK;
+}
+
+static gufo_status write_file(const char *path, const uint8_t *data, size_t len, gufo_error *err)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return gufo_error_set(err, GUFO_E_IO, "%s: %s", path, strerror(errno));
+    bool ok = fwrite(data, 1, len, f) == len;
+    ok = fclose(f) == 0 && ok;
+    return ok ? GUFO_OK : gufo_error_set(err, GUFO_E_IO, "%s: write error", path);
+}
+
+gufo_status conf_file_truncate_copy(const char *src, const char *dst, uint64_t len, gufo_error *err)
+{
+    uint8_t *buf;
+    size_t n;
+    gufo_status st = read_file(src, &buf, &n, err);
+    if (st != GUFO_OK) return st;
+    st = write_file(dst, buf, len < n ? (size_t)len : n, err);
+    free(buf);
+    return st;
+}
+
+gufo_status conf_file_fill_copy(const char *src, const char *dst, uint64_t from, uint8_t fill, gufo_error *err)
+{
+    uint8_t *buf;
+    size_t n;
+    gufo_status st = read_file(src, &buf, &n, err);
+    if (st != GUFO_OK) return st;
+    if (from < n) memset(buf + from, fill, n - (size_t)from);
+    st = write_file(dst, buf, n, err);
+    free(buf);
+    return st;
+}
+
+gufo_status conf_gguf_data_start(const char *path, uint64_t *out, gufo_error *err)
+{
+    /* The API has no accessor for it, but a tensor's data pointer in a buffer
+     * we own, minus the buffer and the tensor's offset, is exactly it. */
+    uint8_t *buf;
+    size_t n;
+    gufo_status st = read_file(path, &buf, &n, err);
+    if (st != GUFO_OK) return st;
+    gufo_gguf *g = NULL;
+    st = gufo_gguf_open_memory(buf, n, GUFO_GGUF_OPEN_MAP, &g, err);
+    if (st == GUFO_OK) {
+        gufo_tensor_info info;
+        const void *data = NULL;
+        if (gufo_gguf_tensor_count(g) == 0) {
+            st = gufo_error_set(err, GUFO_E_FORMAT, "%s has no tensors", path);
+        } else if ((st = gufo_gguf_tensor_at(g, 0, &info)) == GUFO_OK &&
+                   (st = gufo_gguf_tensor_data(g, &info, &data, err)) == GUFO_OK) {
+            *out = (uint64_t)((const uint8_t *)data - buf) - info.offset;
+        }
+        gufo_gguf_close(g);
+    }
+    free(buf);
+    return st;
+}
+
+/* Copies one key/value; integers narrower than 32 bits are widened (the
+ * writer's scalar setters start at 32 bits, and readers accept any integer
+ * type whose value fits). */
+static gufo_status copy_kv(const gufo_gguf *g, gufo_gguf_writer *w, const char *key, const gufo_gguf_value *v)
+{
+    switch (v->type) {
+    case GUFO_GGUF_UINT8: case GUFO_GGUF_UINT16: case GUFO_GGUF_UINT32:
+        return gufo_gguf_writer_set_u32(w, key, (uint32_t)v->v.u64);
+    case GUFO_GGUF_INT8: case GUFO_GGUF_INT16: case GUFO_GGUF_INT32:
+        return gufo_gguf_writer_set_i32(w, key, (int32_t)v->v.i64);
+    case GUFO_GGUF_UINT64: return gufo_gguf_writer_set_u64(w, key, v->v.u64);
+    case GUFO_GGUF_INT64: return gufo_gguf_writer_set_i64(w, key, v->v.i64);
+    case GUFO_GGUF_FLOAT32: return gufo_gguf_writer_set_f32(w, key, (float)v->v.f64);
+    case GUFO_GGUF_FLOAT64: return gufo_gguf_writer_set_f64(w, key, v->v.f64);
+    case GUFO_GGUF_BOOL: return gufo_gguf_writer_set_bool(w, key, v->v.b);
+    case GUFO_GGUF_STRING: return gufo_gguf_writer_set_string(w, key, v->v.str.data);
+    case GUFO_GGUF_ARRAY: break;
+    }
+    static const size_t csize[] = {
+        [GUFO_GGUF_UINT8] = 1, [GUFO_GGUF_INT8] = 1, [GUFO_GGUF_UINT16] = 2, [GUFO_GGUF_INT16] = 2,
+        [GUFO_GGUF_UINT32] = 4, [GUFO_GGUF_INT32] = 4, [GUFO_GGUF_FLOAT32] = 4, [GUFO_GGUF_BOOL] = sizeof(bool),
+        [GUFO_GGUF_STRING] = sizeof(const char *), [GUFO_GGUF_ARRAY] = 0, [GUFO_GGUF_UINT64] = 8,
+        [GUFO_GGUF_INT64] = 8, [GUFO_GGUF_FLOAT64] = 8,
+    };
+    gufo_gguf_type et = v->array_type;
+    if ((unsigned)et > GUFO_GGUF_FLOAT64 || et == GUFO_GGUF_ARRAY) return GUFO_E_FORMAT;
+    uint8_t *elements = calloc(v->count ? v->count : 1, csize[et]);
+    if (!elements) return GUFO_E_NO_MEMORY;
+    gufo_status st = GUFO_OK;
+    for (uint64_t i = 0; i < v->count && st == GUFO_OK; i++) {
+        uint8_t *dst = elements + i * csize[et];
+        uint64_t u = 0;
+        int64_t s = 0;
+        double f = 0;
+        switch (et) {
+        case GUFO_GGUF_STRING: {
+            const char *data = NULL;
+            uint64_t len = 0;
+            st = gufo_gguf_array_string(g, v, i, &data, &len);
+            memcpy(dst, &data, sizeof data);
+            break;
+        }
+        case GUFO_GGUF_FLOAT32:
+            if ((st = gufo_gguf_array_f64(g, v, i, &f)) == GUFO_OK) *(float *)(void *)dst = (float)f;
+            break;
+        case GUFO_GGUF_FLOAT64:
+            if ((st = gufo_gguf_array_f64(g, v, i, &f)) == GUFO_OK) memcpy(dst, &f, 8);
+            break;
+        case GUFO_GGUF_INT8: case GUFO_GGUF_INT16: case GUFO_GGUF_INT32: case GUFO_GGUF_INT64:
+            if ((st = gufo_gguf_array_i64(g, v, i, &s)) == GUFO_OK) {
+                int8_t s8 = (int8_t)s;
+                int16_t s16 = (int16_t)s;
+                int32_t s32 = (int32_t)s;
+                memcpy(dst, et == GUFO_GGUF_INT8 ? (void *)&s8 : et == GUFO_GGUF_INT16 ? (void *)&s16
+                            : et == GUFO_GGUF_INT32 ? (void *)&s32 : (void *)&s, csize[et]);
+            }
+            break;
+        default: /* unsigned and bool */
+            if ((st = gufo_gguf_array_u64(g, v, i, &u)) == GUFO_OK) {
+                uint8_t u8 = (uint8_t)u;
+                uint16_t u16 = (uint16_t)u;
+                uint32_t u32 = (uint32_t)u;
+                bool b = u != 0;
+                memcpy(dst, et == GUFO_GGUF_BOOL ? (void *)&b : et == GUFO_GGUF_UINT8 ? (void *)&u8
+                            : et == GUFO_GGUF_UINT16 ? (void *)&u16 : et == GUFO_GGUF_UINT32 ? (void *)&u32
+                            : (void *)&u, csize[et]);
+            }
+            break;
+        }
+    }
+    if (st == GUFO_OK) st = gufo_gguf_writer_set_array(w, key, et, elements, v->count);
+    free(elements);
+    return st;
+}
+
+/* The tensor's data for its new type: values converted through float32 for
+ * the types the runtime converts, zero bytes otherwise. */
+static gufo_status retype(const gufo_tensor_info *info, const void *data, gufo_tensor_type type, void **out,
+                          gufo_error *err)
+{
+    uint64_t rows = info->n_elements / info->dims[0];
+    uint64_t row_bytes = gufo_tensor_row_size(type, info->dims[0]);
+    if (row_bytes == 0)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "tensor '%s': %s rows of %llu elements do not exist",
+                              info->name, gufo_tensor_type_name(type), (unsigned long long)info->dims[0]);
+    uint8_t *dst = calloc(rows, row_bytes);
+    float *row = malloc(info->dims[0] * sizeof *row);
+    if (!dst || !row) {
+        free(dst);
+        free(row);
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory");
+    }
+    uint64_t src_row = gufo_tensor_row_size(info->type, info->dims[0]);
+    for (uint64_t r = 0; r < rows; r++) {
+        if (gufo_tensor_dequantize(info->type, (const uint8_t *)data + r * src_row, row, info->dims[0]) != GUFO_OK)
+            break; /* not convertible: keep zero bytes */
+        if (gufo_tensor_quantize(type, row, dst + r * row_bytes, info->dims[0]) != GUFO_OK) break;
+    }
+    free(row);
+    *out = dst;
+    return GUFO_OK;
+}
+
+/* True when the edit's tensor name (or "*", every tensor) names `name`. */
+static bool names(const char *pattern, const char *name)
+{
+    return pattern && (strcmp(pattern, "*") == 0 || strcmp(pattern, name) == 0);
+}
+
+static gufo_status copy_tensor(const gufo_gguf *g, gufo_gguf_writer *w, const gufo_tensor_info *info,
+                               const conf_gguf_edit *edit, gufo_error *err)
+{
+    const void *data = NULL;
+    gufo_status st = gufo_gguf_tensor_data(g, info, &data, err);
+    if (st != GUFO_OK) return st;
+    uint64_t dims[GUFO_GGUF_MAX_DIMS];
+    memcpy(dims, info->dims, sizeof dims);
+    uint32_t n_dims = info->n_dims;
+    if (names(edit->retype_tensor, info->name)) {
+        void *converted = NULL;
+        if ((st = retype(info, data, edit->new_type, &converted, err)) != GUFO_OK) return st;
+        st = gufo_gguf_writer_add_tensor(w, info->name, edit->new_type, n_dims, dims, converted);
+        free(converted);
+        return st;
+    }
+    if (names(edit->reshape_tensor, info->name)) {
+        uint32_t be = 1, bb = 1;
+        gufo_tensor_type_block(info->type, &be, &bb);
+        if (n_dims >= 2 && dims[0] != dims[1] && dims[1] % be == 0) {
+            uint64_t t = dims[0];
+            dims[0] = dims[1];
+            dims[1] = t;
+        } else if (n_dims >= 2) {
+            dims[1] += 1;
+        } else {
+            dims[0] += be;
+        }
+        uint64_t rows = 1;
+        for (uint32_t d = 1; d < n_dims; d++) rows *= dims[d];
+        uint64_t bytes = gufo_tensor_row_size(info->type, dims[0]) * rows;
+        uint8_t *buf = malloc(bytes ? bytes : 1);
+        if (!buf) return gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory");
+        for (uint64_t i = 0; i < bytes; i++) buf[i] = ((const uint8_t *)data)[i % info->size];
+        st = gufo_gguf_writer_add_tensor(w, info->name, info->type, n_dims, dims, buf);
+        free(buf);
+        return st;
+    }
+    return gufo_gguf_writer_add_tensor(w, info->name, info->type, n_dims, dims, data);
+}
+
+gufo_status conf_gguf_rewrite(const char *src, const char *dst, const conf_gguf_edit *edit, gufo_error *err)
+{
+    gufo_gguf *g = NULL;
+    gufo_gguf_writer *w = NULL;
+    gufo_status st = gufo_gguf_open(src, GUFO_GGUF_OPEN_MAP, &g, err);
+    if (st != GUFO_OK) return st;
+    if ((st = gufo_gguf_writer_create(&w)) != GUFO_OK) {
+        gufo_gguf_close(g);
+        return gufo_error_set(err, st, "cannot create a GGUF writer");
+    }
+    bool have_arch = false;
+    for (uint64_t i = 0; i < gufo_gguf_kv_count(g) && st == GUFO_OK; i++) {
+        const char *key = NULL;
+        gufo_gguf_value v;
+        gufo_gguf_kv_at(g, i, &key, &v);
+        bool is_arch = strcmp(key, "general.architecture") == 0;
+        if (strcmp(key, "general.alignment") == 0) continue; /* the writer sets its own */
+        if (edit->keep_only_architecture && !is_arch) continue;
+        if (is_arch && edit->set_architecture) {
+            st = gufo_gguf_writer_set_string(w, key, edit->set_architecture);
+            have_arch = true;
+            continue;
+        }
+        have_arch |= is_arch;
+        st = copy_kv(g, w, key, &v);
+        if (st != GUFO_OK) gufo_error_set(err, st, "copying key '%s' failed", key);
+    }
+    if (st == GUFO_OK && !have_arch && edit->set_architecture)
+        st = gufo_gguf_writer_set_string(w, "general.architecture", edit->set_architecture);
+    for (uint64_t i = 0; i < gufo_gguf_tensor_count(g) && st == GUFO_OK; i++) {
+        gufo_tensor_info info;
+        gufo_gguf_tensor_at(g, i, &info);
+        if (names(edit->drop_tensor, info.name)) continue;
+        st = copy_tensor(g, w, &info, edit, err);
+        if (st != GUFO_OK && !err->message[0]) gufo_error_set(err, st, "copying tensor '%s' failed", info.name);
+    }
+    if (st == GUFO_OK) st = gufo_gguf_writer_write(w, dst, err);
+    gufo_gguf_writer_destroy(w);
+    gufo_gguf_close(g);
+    return st;
+}

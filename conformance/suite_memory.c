@@ -1,0 +1,172 @@
+/* suite_memory.c — memory budgets: what a provider allocates is counted by the
+ * host's pool, the same work fits again in exactly the budget it needed, too
+ * small a budget fails cleanly (GUFO_E_OVER_BUDGET, nothing left behind), and
+ * destroy returns every byte. */
+#include "conformance.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PROMPT = 16, GEN = 6 };
+
+/* The work whose memory is measured: for text generation a session with a
+ * prompt and a few decode steps; for other capabilities creating the model. */
+static gufo_status workload(const conf_ctx *ctx, const conf_model *m, gufo_error *err)
+{
+    if (ctx->provider.decl->capability != GUFO_CAPABILITY_TEXT_GENERATION) return GUFO_OK;
+    gufo_token prompt[PROMPT], out[GEN];
+    conf_make_prompt(m, 3, prompt, PROMPT);
+    return conf_greedy_run(m, prompt, PROMPT, GEN, out, err);
+}
+
+static uint64_t tensor_bytes(const char *path)
+{
+    gufo_gguf *g = NULL;
+    uint64_t total = 0;
+    if (gufo_gguf_open(path, GUFO_GGUF_OPEN_METADATA, &g, NULL) != GUFO_OK) return 0;
+    for (uint64_t i = 0; i < gufo_gguf_tensor_count(g); i++) {
+        gufo_tensor_info info;
+        if (gufo_gguf_tensor_at(g, i, &info) == GUFO_OK) total += info.size;
+    }
+    gufo_gguf_close(g);
+    return total;
+}
+
+void conf_suite_memory(conf_ctx *ctx)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, "weights_counted");
+    if (conf_need_artifact(&c)) {
+        const char *rest[] = {"fits_its_own_peak", "tiny_budget_refused", "session_over_budget", "returns_every_byte"};
+        for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) conf_skip_case(ctx, rest[i], "no artifact to run on");
+        return;
+    }
+    const char *path = ctx->artifact->path;
+    gufo_error err = {0};
+    conf_model m;
+    if (conf_model_open(ctx, NULL, path, 0, &m, &err) != GUFO_OK) {
+        conf_case_fail(&c, "cannot create the model: %s", err.message);
+        conf_case_end(&c, "-");
+        conf_model_close(&m);
+        return;
+    }
+    uint64_t after_create = gufo_memory_used(m.memory, GUFO_MEMORY_HOST) + gufo_memory_used(m.memory, GUFO_MEMORY_DEVICE);
+    uint64_t data = tensor_bytes(path);
+    /* A provider that keeps the weights outside the pool (an uncharged mmap,
+     * plain malloc) makes every budget meaningless. Half the tensor bytes is
+     * a floor loose enough for providers that drop or repack some tensors. */
+    if (after_create < data / 2)
+        conf_case_fail(&c, "after create the pool counts %llu bytes, less than half the artifact's %llu tensor bytes: "
+                       "weights must come from params->memory (or be charged with gufo_memory_charge)",
+                       (unsigned long long)after_create, (unsigned long long)data);
+    gufo_status st = workload(ctx, &m, &err);
+    if (st != GUFO_OK) conf_case_fail(&c, "the workload failed: %s", err.message);
+    uint64_t peak = gufo_memory_peak(m.memory, GUFO_MEMORY_HOST);
+    uint64_t after_work = gufo_memory_used(m.memory, GUFO_MEMORY_HOST) + gufo_memory_used(m.memory, GUFO_MEMORY_DEVICE);
+    if (after_work != after_create)
+        conf_case_fail(&c, "after the workload's sessions are gone the pool counts %llu bytes, %llu after create",
+                       (unsigned long long)after_work, (unsigned long long)after_create);
+    uint64_t left = conf_model_close(&m);
+    conf_case_end(&c, "%llu bytes counted after create (the artifact holds %llu tensor bytes); host peak %llu with a "
+                  "workload", (unsigned long long)after_create, (unsigned long long)data, (unsigned long long)peak);
+
+    conf_case_begin(&c, ctx, "returns_every_byte");
+    if (left) conf_case_fail(&c, "%llu bytes still counted after destroy", (unsigned long long)left);
+    conf_case_end(&c, "0 bytes counted after destroy");
+
+    /* The same work again inside exactly the peak it needed: nothing is allocated outside the counts. */
+    conf_case_begin(&c, ctx, "fits_its_own_peak");
+    if (conf_model_open(ctx, NULL, path, peak, &m, &err) != GUFO_OK) {
+        conf_case_fail(&c, "create failed with a budget of its own peak (%llu bytes): %s", (unsigned long long)peak,
+                       err.message);
+    } else if ((st = workload(ctx, &m, &err)) != GUFO_OK) {
+        conf_case_fail(&c, "the workload failed with a budget of its own peak (%llu bytes): %s",
+                       (unsigned long long)peak, err.message);
+    } else if (gufo_memory_peak(m.memory, GUFO_MEMORY_HOST) > peak) {
+        conf_case_fail(&c, "the pool's peak went past its budget");
+    }
+    conf_model_close(&m);
+    conf_case_end(&c, "create + workload run within a budget of exactly %llu bytes", (unsigned long long)peak);
+
+    conf_case_begin(&c, ctx, "tiny_budget_refused");
+    uint64_t tiny = after_create / 4 ? after_create / 4 : 1;
+    st = conf_model_open(ctx, NULL, path, tiny, &m, &err);
+    if (st == GUFO_OK) {
+        conf_case_fail(&c, "create succeeded within %llu bytes, a quarter of what it counted before",
+                       (unsigned long long)tiny);
+    } else if (st != GUFO_E_OVER_BUDGET) {
+        conf_case_fail(&c, "create with too small a budget returned %s (%s), not GUFO_E_OVER_BUDGET",
+                       gufo_status_name(st), err.message);
+    } else if (m.memory && gufo_memory_used(m.memory, GUFO_MEMORY_HOST) != 0) {
+        conf_case_fail(&c, "the failed create left %llu bytes allocated",
+                       (unsigned long long)gufo_memory_used(m.memory, GUFO_MEMORY_HOST));
+    }
+    char message[sizeof err.message];
+    memcpy(message, err.message, sizeof message);
+    conf_model_close(&m);
+    conf_case_end(&c, "create within %llu bytes fails with GUFO_E_OVER_BUDGET and leaves nothing: \"%s\"",
+                  (unsigned long long)tiny, message);
+
+    conf_case_begin(&c, ctx, "session_over_budget");
+    if (ctx->provider.decl->capability != GUFO_CAPABILITY_TEXT_GENERATION) {
+        conf_case_skip(&c, "only text-generation providers have sessions");
+        return;
+    }
+    /* Room for the weights and a little more: sessions must hit the budget,
+     * fail cleanly, and leave the sessions that fit working. */
+    uint64_t budget = after_create + (peak - after_create) / 2 + 1;
+    if (peak <= after_create) {
+        conf_case_skip(&c, "sessions allocate nothing from the pool (the peak equals the weights)");
+        return;
+    }
+    if (conf_model_open(ctx, NULL, path, budget, &m, &err) != GUFO_OK) {
+        conf_case_fail(&c, "create within %llu bytes failed: %s", (unsigned long long)budget, err.message);
+        conf_case_end(&c, "-");
+        conf_model_close(&m);
+        return;
+    }
+    const gufo_text_generation_iface *t = m.provider->iface;
+    conf_session sessions[64];
+    size_t opened = 0, refused_at = 0;
+    gufo_status refusal = GUFO_OK;
+    gufo_token prompt[PROMPT];
+    conf_make_prompt(&m, 3, prompt, PROMPT);
+    for (; opened < 64; opened++) {
+        st = conf_session_open(&m, 0, &sessions[opened], &err);
+        if (st == GUFO_OK) {
+            st = conf_prefill(&m, &sessions[opened], prompt, PROMPT, 0, NULL, NULL, &err);
+            if (st != GUFO_OK) {
+                refused_at = t->session_length(m.model, sessions[opened].session);
+                opened++;
+            }
+        }
+        if (st != GUFO_OK) {
+            refusal = st;
+            break;
+        }
+    }
+    if (refusal == GUFO_OK)
+        conf_case_fail(&c, "64 sessions fit in %llu bytes: sessions do not allocate from the pool",
+                       (unsigned long long)budget);
+    else if (refusal != GUFO_E_OVER_BUDGET && refusal != GUFO_E_LIMIT)
+        conf_case_fail(&c, "the session that did not fit failed with %s, not GUFO_E_OVER_BUDGET (%s)",
+                       gufo_status_name(refusal), err.message);
+    else if (refused_at != 0)
+        conf_case_fail(&c, "the refused prefill left %zu tokens in the session", refused_at);
+    if (gufo_memory_peak(m.memory, GUFO_MEMORY_HOST) > budget) conf_case_fail(&c, "the pool went past its budget");
+    /* The first session still works. */
+    gufo_token out[GEN];
+    conf_session *first = &sessions[0];
+    if (opened > 0 && sessions[0].next >= 0 && conf_decode_greedy(&m, &first, 1, 2, out, &err) != GUFO_OK &&
+        err.status != GUFO_E_OVER_BUDGET)
+        conf_case_fail(&c, "a session that fit stopped working after another hit the budget: %s", err.message);
+    for (size_t i = 0; i < opened; i++) conf_session_close(&m, &sessions[i]);
+    uint64_t used = gufo_memory_used(m.memory, GUFO_MEMORY_HOST);
+    if (used != after_create)
+        conf_case_fail(&c, "with every session destroyed the pool counts %llu bytes, %llu after create",
+                       (unsigned long long)used, (unsigned long long)after_create);
+    conf_model_close(&m);
+    conf_case_end(&c, "within %llu bytes, session %zu is refused with %s; the others keep working and everything "
+                  "comes back", (unsigned long long)budget, opened, gufo_status_name(refusal));
+}

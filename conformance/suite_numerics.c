@@ -1,0 +1,326 @@
+/* suite_numerics.c — outputs against the extension's golden files, and the
+ * providers of one extension (CPU and GPU) against each other. */
+#include "conformance.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Token ids of a JSON array into a malloc'd array. */
+static gufo_token *json_tokens(const cJSON *array, size_t *n)
+{
+    *n = (size_t)cJSON_GetArraySize(array);
+    gufo_token *t = malloc((*n ? *n : 1) * sizeof *t);
+    if (!t) return NULL;
+    for (size_t i = 0; i < *n; i++) t[i] = (gufo_token)cJSON_GetArrayItem(array, (int)i)->valueint;
+    return t;
+}
+
+static gufo_text_model_info text_info(const conf_model *m)
+{
+    gufo_text_model_info info = {.struct_size = sizeof info};
+    ((const gufo_text_generation_iface *)m->provider->iface)->get_info(m->model, &info);
+    return info;
+}
+
+/* Greedy continuations: the tokens the reference implementation picked. */
+static void text_greedy_golden(conf_ctx *ctx, const conf_model *m)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, "greedy_golden");
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(conf_reference(ctx), "generation");
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
+        conf_case_skip(&c, "the extension ships no golden continuations for this artifact (\"generation\")");
+        return;
+    }
+    size_t runs = 0, tokens = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, list) {
+        size_t n_prompt = 0, n_expected = 0;
+        gufo_token *prompt = json_tokens(cJSON_GetObjectItemCaseSensitive(g, "prompt_tokens"), &n_prompt);
+        gufo_token *expected = json_tokens(cJSON_GetObjectItemCaseSensitive(g, "greedy_tokens"), &n_expected);
+        gufo_token *got = malloc((n_expected ? n_expected : 1) * sizeof *got);
+        gufo_error err = {0};
+        if (!prompt || !expected || !got || n_prompt == 0 || n_expected == 0) {
+            conf_case_fail(&c, "golden continuation %zu lacks prompt_tokens or greedy_tokens", runs);
+        } else if (conf_greedy_run(m, prompt, n_prompt, n_expected, got, &err) != GUFO_OK) {
+            conf_case_fail(&c, "continuation %zu failed: %s", runs, err.message);
+        } else {
+            for (size_t i = 0; i < n_expected; i++)
+                if (got[i] != expected[i]) {
+                    conf_case_fail(&c, "continuation %zu differs at token %zu: %d, golden %d", runs, i, got[i],
+                                   expected[i]);
+                    break;
+                }
+            tokens += n_expected;
+        }
+        free(prompt);
+        free(expected);
+        free(got);
+        runs++;
+    }
+    conf_case_end(&c, "%zu greedy continuation(s), %zu tokens, equal the golden ones", runs, tokens);
+}
+
+/* Logits after each position of each golden sequence, within the stated tolerance. */
+static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, "logits_golden");
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(conf_reference(ctx), "logits");
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
+        conf_case_skip(&c, "the extension ships no golden logits for this artifact (\"logits\")");
+        return;
+    }
+    double tol = conf_tolerance(ctx, "logits_abs", 1e-3);
+    gufo_text_model_info info = text_info(m);
+    float *logits = malloc((size_t)info.n_vocab * sizeof *logits);
+    double worst = 0;
+    size_t positions = 0, seqs = 0;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, list) {
+        size_t n = 0;
+        gufo_token *tokens = json_tokens(cJSON_GetObjectItemCaseSensitive(entry, "tokens"), &n);
+        const cJSON *rows = cJSON_GetObjectItemCaseSensitive(entry, "logits");
+        conf_session s;
+        gufo_error err = {0};
+        if (!tokens || !logits || (size_t)cJSON_GetArraySize(rows) != n) {
+            conf_case_fail(&c, "golden logits %zu: need one row per token", seqs);
+        } else if (conf_session_open(m, 0, &s, &err) != GUFO_OK) {
+            conf_case_fail(&c, "session: %s", err.message);
+        } else {
+            /* One token per prefill call: the logits after every position. */
+            for (size_t i = 0; i < n; i++) {
+                if (conf_prefill(m, &s, &tokens[i], 1, 1, logits, NULL, &err) != GUFO_OK) {
+                    conf_case_fail(&c, "prefill failed at position %zu: %s", i, err.message);
+                    break;
+                }
+                const cJSON *row = cJSON_GetArrayItem(rows, (int)i);
+                if (cJSON_GetArraySize(row) != info.n_vocab) {
+                    conf_case_fail(&c, "golden row %zu/%zu has %d values, n_vocab is %d", seqs, i,
+                                   cJSON_GetArraySize(row), info.n_vocab);
+                    break;
+                }
+                int v = 0;
+                const cJSON *x;
+                cJSON_ArrayForEach(x, row) {
+                    double d = fabs((double)logits[v] - x->valuedouble);
+                    if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+                    v++;
+                }
+                positions++;
+            }
+            conf_session_close(m, &s);
+        }
+        free(tokens);
+        seqs++;
+    }
+    free(logits);
+    if (worst > tol)
+        conf_case_fail(&c, "largest logit difference %.3g exceeds the tolerance %.3g", worst, tol);
+    conf_case_end(&c, "%zu positions of %zu sequence(s): largest |logit - golden| %.3g <= %.3g", positions, seqs,
+                  worst, tol);
+}
+
+/* Another available provider of the same extension and capability that accepts the artifact. */
+static bool find_peer(const conf_ctx *ctx, gufo_provider_info *out, char *why, size_t why_cap)
+{
+    snprintf(why, why_cap, "the extension has one %s provider: nothing to compare with",
+             gufo_capability_name(ctx->provider.decl->capability));
+    for (size_t k = 0; k < gufo_registry_provider_count(ctx->registry); k++) {
+        gufo_provider_info p;
+        gufo_registry_provider_at(ctx->registry, k, &p);
+        if (strcmp(p.extension, ctx->extension.decl->name) != 0 || strcmp(p.decl->id, ctx->provider.decl->id) == 0 ||
+            p.decl->capability != ctx->provider.decl->capability)
+            continue;
+        if (!p.available) {
+            snprintf(why, why_cap, "provider '%s' is not available in this build: %s", p.decl->id, p.reason);
+            continue;
+        }
+        *out = p;
+        return true;
+    }
+    return false;
+}
+
+static void text_cross_provider(conf_ctx *ctx, const conf_model *m)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, "cross_provider");
+    gufo_provider_info peer;
+    char why[600];
+    if (!find_peer(ctx, &peer, why, sizeof why)) {
+        conf_case_skip(&c, "%s", why);
+        return;
+    }
+    conf_model other;
+    gufo_error err = {0};
+    if (conf_model_open(ctx, peer.provider, ctx->artifact->path, 0, &other, &err) != GUFO_OK) {
+        conf_model_close(&other);
+        if (err.status == GUFO_E_DECLINED) {
+            conf_case_skip(&c, "provider '%s' declines this artifact: %s", peer.decl->id, err.message);
+            return;
+        }
+        conf_case_fail(&c, "provider '%s' cannot load the artifact: %s", peer.decl->id, err.message);
+        conf_case_end(&c, "-");
+        return;
+    }
+    double tol = conf_tolerance(ctx, "cross_provider_logits_abs", 1e-2);
+    gufo_text_model_info info = text_info(m);
+    enum { N = 24, SEQS = 3 };
+    float *a = malloc((size_t)info.n_vocab * sizeof *a), *b = malloc((size_t)info.n_vocab * sizeof *b);
+    double worst = 0;
+    size_t positions = 0, top1_checked = 0;
+    for (uint32_t seq = 0; seq < SEQS && a && b && !c.failures; seq++) {
+        gufo_token prompt[N];
+        conf_make_prompt(m, 7 + seq, prompt, N);
+        conf_session sa, sb;
+        if (conf_session_open(m, 0, &sa, &err) != GUFO_OK) break;
+        if (conf_session_open(&other, 0, &sb, &err) != GUFO_OK) {
+            conf_session_close(m, &sa);
+            break;
+        }
+        /* Token by token, so every position's logits are compared. */
+        for (size_t i = 0; i < N; i++) {
+            if (conf_prefill(m, &sa, &prompt[i], 1, 1, a, NULL, &err) != GUFO_OK ||
+                conf_prefill(&other, &sb, &prompt[i], 1, 1, b, NULL, &err) != GUFO_OK) {
+                conf_case_fail(&c, "prefill failed: %s", err.message);
+                break;
+            }
+            gufo_token ta = gufo_argmax(a, info.n_vocab), tb = gufo_argmax(b, info.n_vocab);
+            float second = -INFINITY;
+            for (int32_t v = 0; v < info.n_vocab; v++) {
+                double d = fabs((double)a[v] - (double)b[v]);
+                if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+                if (v != ta && a[v] > second) second = a[v];
+            }
+            /* Argmax must agree where it is decided by more than twice the tolerance. */
+            if ((double)(a[ta] - second) > 2 * tol) {
+                top1_checked++;
+                if (ta != tb) conf_case_fail(&c, "position %zu: top-1 %d here, %d from '%s'", i, ta, tb, peer.decl->id);
+            }
+            positions++;
+        }
+        conf_session_close(&other, &sb);
+        conf_session_close(m, &sa);
+    }
+    free(a);
+    free(b);
+    if (worst > tol) conf_case_fail(&c, "logits differ from '%s' by %.3g > %.3g", peer.decl->id, worst, tol);
+    conf_model_close(&other);
+    conf_case_end(&c, "agrees with '%s' at %zu positions: logits within %.3g (largest %.3g), same top-1 at the %zu "
+                  "positions decided by more than 2x that", peer.decl->id, positions, tol, worst, top1_checked);
+}
+
+/* ---- Decisions ------------------------------------------------------------- */
+
+static void decisions_golden(conf_ctx *ctx, const conf_model *m)
+{
+    const gufo_decisions_iface *d = m->provider->iface;
+    gufo_decisions_info info = {.struct_size = sizeof info};
+    d->get_info(m->model, &info);
+
+    conf_case c;
+    conf_case_begin(&c, ctx, "scores_are_probabilities");
+    static const char *const texts[] = {"Hello, how are you today?", "Bonjour, comment allez-vous ?", "1234", "",
+                                        "\xc3\xa9\xc3\xa8\xc3\xaa"};
+    enum { NT = sizeof texts / sizeof texts[0] };
+    float *scores = calloc(NT * (info.n_labels ? info.n_labels : 1), sizeof *scores);
+    gufo_decision_item items[NT];
+    for (size_t i = 0; i < NT; i++)
+        items[i] = (gufo_decision_item){.text = texts[i], .len = strlen(texts[i]),
+                                        .out_scores = scores + i * info.n_labels};
+    gufo_decision_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = NT};
+    gufo_error err = {0};
+    if (info.n_labels == 0 || !info.labels) conf_case_fail(&c, "the classifier reports no labels");
+    else if (d->decide(m->model, &batch, &err) != GUFO_OK) conf_case_fail(&c, "decide failed: %s", err.message);
+    else
+        for (size_t i = 0; i < NT; i++) {
+            if (items[i].status != GUFO_OK) continue; /* a per-item refusal (say, empty input) is allowed */
+            double sum = 0;
+            size_t best = 0;
+            for (size_t l = 0; l < info.n_labels; l++) {
+                float s = items[i].out_scores[l];
+                if (!(s >= 0.0f && s <= 1.0f)) conf_case_fail(&c, "input %zu: score %zu is %g", i, l, (double)s);
+                sum += s;
+                if (s > items[i].out_scores[best]) best = l;
+            }
+            if (fabs(sum - 1.0) > 1e-4) conf_case_fail(&c, "input %zu: scores sum to %.6f", i, sum);
+            if (items[i].out_label >= info.n_labels)
+                conf_case_fail(&c, "input %zu: label %u is out of range", i, items[i].out_label);
+            else if (items[i].out_scores[items[i].out_label] < items[i].out_scores[best])
+                conf_case_fail(&c, "input %zu: the chosen label %u does not have the highest score", i,
+                               items[i].out_label);
+        }
+    free(scores);
+    conf_case_end(&c, "%zu labels; scores in [0,1] summing to 1, the chosen label scores highest", info.n_labels);
+
+    conf_case_begin(&c, ctx, "labels_golden");
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(conf_reference(ctx), "decisions");
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(ref, "cases");
+    if (!cJSON_IsArray(cases) || cJSON_GetArraySize(cases) == 0) {
+        conf_case_skip(&c, "the extension ships no golden decisions for this artifact (\"decisions\")");
+        return;
+    }
+    const cJSON *min = cJSON_GetObjectItemCaseSensitive(ref, "min_agreement");
+    double min_agreement = cJSON_IsNumber(min) ? min->valuedouble : 1.0;
+    size_t n = (size_t)cJSON_GetArraySize(cases), agree = 0, max_batch = info.max_batch ? info.max_batch : 1;
+    gufo_decision_item *all = calloc(n, sizeof *all);
+    for (size_t i = 0; all && i < n; i++) {
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cases, (int)i),
+                                                                                 "text"));
+        all[i] = (gufo_decision_item){.text = text ? text : "", .len = text ? strlen(text) : 0};
+    }
+    for (size_t first = 0; all && first < n; first += max_batch) {
+        gufo_decision_batch b = {.struct_size = sizeof b, .items = all + first,
+                                 .n_items = n - first < max_batch ? n - first : max_batch};
+        if (d->decide(m->model, &b, &err) != GUFO_OK) {
+            conf_case_fail(&c, "decide failed: %s", err.message);
+            break;
+        }
+    }
+    for (size_t i = 0; all && i < n; i++) {
+        const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cases, (int)i),
+                                                                                 "label"));
+        if (all[i].status == GUFO_OK && all[i].out_label < info.n_labels && want &&
+            strcmp(info.labels[all[i].out_label], want) == 0)
+            agree++;
+    }
+    free(all);
+    double rate = n ? (double)agree / (double)n : 0;
+    if (rate < min_agreement)
+        conf_case_fail(&c, "%zu of %zu golden labels (%.1f%%), below the required %.1f%%", agree, n, 100 * rate,
+                       100 * min_agreement);
+    conf_case_end(&c, "%zu of %zu golden labels (%.1f%%, required %.1f%%)", agree, n, 100 * rate, 100 * min_agreement);
+
+    conf_case_begin(&c, ctx, "cross_provider");
+    gufo_provider_info peer;
+    char why[600];
+    if (!find_peer(ctx, &peer, why, sizeof why)) conf_case_skip(&c, "%s", why);
+    else conf_case_skip(&c, "comparing decisions providers (%s) is not implemented yet", peer.decl->id);
+}
+
+void conf_suite_numerics(conf_ctx *ctx)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, "model_loads");
+    if (conf_need_artifact(&c)) return;
+    conf_model m;
+    gufo_error err = {0};
+    if (conf_model_open(ctx, NULL, ctx->artifact->path, 0, &m, &err) != GUFO_OK) {
+        conf_case_fail(&c, "cannot create the model: %s", err.message);
+        conf_case_end(&c, "-");
+        conf_model_close(&m);
+        return;
+    }
+    conf_case_end(&c, "created from %s", ctx->artifact->path);
+    if (ctx->provider.decl->capability == GUFO_CAPABILITY_TEXT_GENERATION) {
+        text_greedy_golden(ctx, &m);
+        text_logits_golden(ctx, &m);
+        text_cross_provider(ctx, &m);
+    } else {
+        decisions_golden(ctx, &m);
+    }
+    conf_model_close(&m);
+}
