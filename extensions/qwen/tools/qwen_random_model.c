@@ -476,7 +476,9 @@ static int copy_tokenizer(out_buffer *b, const gufo_gguf *v, uint32_t vocab, uin
             continue;
         }
         if (value.type != GUFO_GGUF_ARRAY) {
-            put_scalar(b, value.type, value.v.u64, value.v.i64, value.v.f64, value.v.b);
+            /* Only a BOOL value may be read as bool: another union member's bytes are not a valid _Bool (UBSan). */
+            put_scalar(b, value.type, value.v.u64, value.v.i64, value.v.f64,
+                       value.type == GUFO_GGUF_BOOL ? value.v.b : false);
             continue;
         }
         if (padded && value.count > vocab)
