@@ -215,6 +215,73 @@ static void text_cross_provider(conf_ctx *ctx, const conf_model *m)
 
 /* ---- Decisions ------------------------------------------------------------- */
 
+/* Another decisions provider of the extension on the same inputs: same labels, scores within tolerance. */
+static void decisions_cross_provider(conf_ctx *ctx, const conf_model *m, const gufo_decisions_info *info)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, "cross_provider");
+    gufo_provider_info peer;
+    char why[600];
+    if (!find_peer(ctx, &peer, why, sizeof why)) {
+        conf_case_skip(&c, "%s", why);
+        return;
+    }
+    conf_model other;
+    gufo_error err = {0};
+    if (conf_model_open(ctx, peer.provider, ctx->artifact->path, 0, &other, &err) != GUFO_OK) {
+        conf_model_close(&other);
+        if (err.status == GUFO_E_DECLINED) {
+            conf_case_skip(&c, "provider '%s' declines this artifact: %s", peer.decl->id, err.message);
+            return;
+        }
+        conf_case_fail(&c, "provider '%s' cannot load the artifact: %s", peer.decl->id, err.message);
+        conf_case_end(&c, "-");
+        return;
+    }
+    const gufo_decisions_iface *mine = m->provider->iface, *theirs = other.provider->iface;
+    gufo_decisions_info other_info = {.struct_size = sizeof other_info};
+    theirs->get_info(other.model, &other_info);
+    /* Probabilities of one model on two code paths: float rounding only. */
+    double tol = 1e-4, worst = 0;
+    static const char *const texts[] = {"Where is the station?", "Wo ist der Bahnhof?", "O\xc3\xb9 est la gare ?",
+                                        "\xc2\xbf" "D\xc3\xb3nde est\xc3\xa1 la estaci\xc3\xb3n?"};
+    enum { NT = sizeof texts / sizeof texts[0] };
+    if (other_info.n_labels != info->n_labels) {
+        conf_case_fail(&c, "'%s' has %zu labels, this provider %zu", peer.decl->id, other_info.n_labels,
+                       info->n_labels);
+    } else {
+        size_t nl = info->n_labels;
+        float *a = calloc(NT * nl + 1, sizeof *a), *b = calloc(NT * nl + 1, sizeof *b);
+        gufo_decision_item ia[NT], ib[NT];
+        for (size_t i = 0; i < NT; i++) {
+            ia[i] = (gufo_decision_item){.text = texts[i], .len = strlen(texts[i]), .out_scores = a + i * nl};
+            ib[i] = (gufo_decision_item){.text = texts[i], .len = strlen(texts[i]), .out_scores = b + i * nl};
+        }
+        gufo_decision_batch ba = {.struct_size = sizeof ba, .items = ia, .n_items = NT};
+        gufo_decision_batch bb = {.struct_size = sizeof bb, .items = ib, .n_items = NT};
+        if (!a || !b || mine->decide(m->model, &ba, &err) != GUFO_OK ||
+            theirs->decide(other.model, &bb, &err) != GUFO_OK) {
+            conf_case_fail(&c, "decide failed: %s", err.message);
+        } else {
+            for (size_t i = 0; i < NT; i++) {
+                if (ia[i].out_label != ib[i].out_label)
+                    conf_case_fail(&c, "input %zu: label %u here, %u from '%s'", i, ia[i].out_label, ib[i].out_label,
+                                   peer.decl->id);
+                for (size_t l = 0; l < nl; l++) {
+                    double d = fabs((double)a[i * nl + l] - (double)b[i * nl + l]);
+                    if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+                }
+            }
+            if (worst > tol) conf_case_fail(&c, "scores differ from '%s' by %.3g > %.3g", peer.decl->id, worst, tol);
+        }
+        free(a);
+        free(b);
+    }
+    conf_model_close(&other);
+    conf_case_end(&c, "agrees with '%s' on %d inputs: same labels, scores within %.3g (largest %.3g)", peer.decl->id,
+                  NT, tol, worst);
+}
+
 static void decisions_golden(conf_ctx *ctx, const conf_model *m)
 {
     const gufo_decisions_iface *d = m->provider->iface;
@@ -294,11 +361,7 @@ static void decisions_golden(conf_ctx *ctx, const conf_model *m)
                        100 * min_agreement);
     conf_case_end(&c, "%zu of %zu golden labels (%.1f%%, required %.1f%%)", agree, n, 100 * rate, 100 * min_agreement);
 
-    conf_case_begin(&c, ctx, "cross_provider");
-    gufo_provider_info peer;
-    char why[600];
-    if (!find_peer(ctx, &peer, why, sizeof why)) conf_case_skip(&c, "%s", why);
-    else conf_case_skip(&c, "comparing decisions providers (%s) is not implemented yet", peer.decl->id);
+    decisions_cross_provider(ctx, m, &info);
 }
 
 void conf_suite_numerics(conf_ctx *ctx)

@@ -210,10 +210,41 @@ class ManifestTests(SdkTestCase):
         ]:
             self.assertIn(expected, out)
 
+    def test_manifest_conformance(self):
+        """The conformance list: named files must exist, reference data must pass its schema."""
+        root = WORK / "manifest_conformance"
+        shutil.rmtree(root, ignore_errors=True)
+        m = manifest("conf")
+        m["conformance"] = [
+            {"path": "tests/missing.gguf", "reference": "tests/missing.json"},
+            {"path": "conf.gguf", "generated": True, "reference": "tests/bad.json"},
+        ]
+        write_extension(root / "conf", m, files={"tests/bad.json": json.dumps({"tokenizer": [{"text": 1}]})})
+        good = manifest("fine")
+        good["conformance"] = [{"path": "fine.gguf", "generated": True, "reference": "ref.json"}]
+        write_extension(root / "fine", good, files={"ref.json": json.dumps(
+            {"tolerances": {"logits_abs": 0.001}, "generation": [{"prompt_tokens": [1], "greedy_tokens": [2]}]})})
+        rc, out = tool("validate", root / "conf")
+        self.assertEqual(rc, 1, out)
+        for expected in [
+            "conf/extension.json: conformance[0].path: 'tests/missing.gguf' does not exist",
+            "conf/extension.json: conformance[0].reference: 'tests/missing.json' does not exist",
+        ]:
+            self.assertIn(expected, out)
+        self.assertNotIn("conformance[1].path", out)  # a generated artifact appears only when built
+        rc, out = tool("validate", root / "fine")
+        self.assertEqual(rc, 0, out)
+        # The reference data of an otherwise valid manifest is checked against its schema.
+        (root / "conf" / "extension.json").write_text(json.dumps(dict(m, conformance=m["conformance"][1:])))
+        rc, out = tool("validate", root / "conf")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("tests/bad.json: tokenizer[0].text: 1 is not of type 'string'", out)
+
     def test_schemas_wellformed(self):
         import jsonschema
 
-        for name in ("extension.schema.json", "extensions.lock.schema.json"):
+        for name in ("extension.schema.json", "extensions.lock.schema.json", "conformance-report.schema.json",
+                     "conformance-reference.schema.json"):
             schema = json.loads((SRC / "schema" / name).read_text())
             jsonschema.Draft202012Validator.check_schema(schema)
         lock_schema = json.loads((SRC / "schema" / "extensions.lock.schema.json").read_text())
