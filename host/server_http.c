@@ -250,10 +250,13 @@ static bool authorized(srv_http_request *req)
         return true;
     const char *header = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     static const char prefix[] = "Bearer ";
-    if (!header || strncmp(header, prefix, sizeof prefix - 1) != 0)
-        return false;
-    const char *token = header + sizeof prefix - 1;
-    return constant_time_equal(token, strlen(token), key, strlen(key));
+    if (header && strncmp(header, prefix, sizeof prefix - 1) == 0) {
+        const char *token = header + sizeof prefix - 1;
+        return constant_time_equal(token, strlen(token), key, strlen(key));
+    }
+    /* Anthropic clients (Claude Code with ANTHROPIC_API_KEY) send the key as `x-api-key` instead. */
+    const char *api_key = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, "x-api-key");
+    return api_key && constant_time_equal(api_key, strlen(api_key), key, strlen(key));
 }
 
 /* ---- the access handler --------------------------------------------------- */
@@ -323,7 +326,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         }
         if (!authorized(req)) {
             srv_http_respond_error(req, 401, "invalid_api_key", NULL,
-                                   "Incorrect or missing API key: send 'Authorization: Bearer KEY'.");
+                                   "Incorrect or missing API key: send 'Authorization: Bearer KEY' (or 'x-api-key: KEY').");
             return MHD_YES;
         }
         const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);

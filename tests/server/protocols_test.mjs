@@ -6,7 +6,7 @@
 //
 //   node protocols_test.mjs GROUP
 //     (GROUP: responses | messages | responses_errors | messages_errors | capabilities | tool_choice | tools_model
-//      | deadline)
+//      | deadline | auth)
 //
 // Environment and exit codes as server_test.mjs (harness.mjs). The model is
 // the qwen golden tiny.gguf: random weights, so the text is gibberish, but
@@ -548,6 +548,30 @@ async function groupDeadline() {
   });
 }
 
+// ---- API key ----------------------------------------------------------------------
+
+// With --api-key, the new endpoints need it too: OpenAI clients send it as a bearer token,
+// Claude Code as a bearer token (ANTHROPIC_AUTH_TOKEN) or as x-api-key (ANTHROPIC_API_KEY).
+async function groupAuth() {
+  const key = 'sekret-key-123';
+  await withServer(['--api-key', key], async (server) => {
+    const msg = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 };
+    const resp = { input: 'hi', max_output_tokens: 2 };
+    for (const [path, body] of [['/v1/responses', resp], ['/v1/messages', msg], ['/v1/messages/count_tokens', { messages: msg.messages }]]) {
+      assertErrorObject(await post(server, path, body), 401, `${path} without a key`);
+      assertErrorObject(await post(server, path, body, { 'x-api-key': 'sekret-key-124' }), 401, `${path} wrong x-api-key`);
+      assertErrorObject(await post(server, path, body, { Authorization: 'Bearer sekret' }), 401, `${path} prefix of the key`);
+      assert.equal((await post(server, path, body, { 'x-api-key': key })).status, 200, `${path} with x-api-key`);
+      assert.equal((await post(server, path, body, { Authorization: `Bearer ${key}` })).status, 200, `${path} with a bearer key`);
+    }
+    const ok = await client(server, key).responses.create({ model: MODEL_ID, ...resp });
+    assert.equal(ok.usage.output_tokens, 2);
+    await assert.rejects(client(server, 'wrong').responses.create({ model: MODEL_ID, ...resp }), (e) => e.status === 401);
+    const claude = new Anthropic({ baseURL: server.base, authToken: key, apiKey: null, maxRetries: 0 });
+    assert.equal((await claude.messages.create({ model: MODEL_ID, ...msg })).usage.output_tokens, 2);
+  });
+}
+
 await runGroups('protocols_test.mjs', {
   responses: groupResponses,
   messages: groupMessages,
@@ -557,4 +581,5 @@ await runGroups('protocols_test.mjs', {
   tool_choice: groupToolChoice,
   tools_model: groupToolsModel,
   deadline: groupDeadline,
+  auth: groupAuth,
 });
