@@ -78,7 +78,8 @@ static void check_type(const gufo_gguf *g, const char *name, gufo_tensor_type wa
     GUFO_CHECK(t.type == want);
 }
 
-/* Every row of the matrix decodes to finite values; their deviation is within 2x of 1/sqrt(in). */
+/* Rows of the matrix (up to ~2000, evenly spread, so sanitizer builds stay quick) decode to finite
+ * values whose deviation is within 2x of 1/sqrt(in). */
 static void check_values(const gufo_gguf *g, const char *name)
 {
     gufo_tensor_info t;
@@ -90,8 +91,8 @@ static void check_values(const gufo_gguf *g, const char *name)
     uint64_t in = t.dims[0], rows = t.dims[1], row_bytes = gufo_tensor_row_size(t.type, in);
     float *row = malloc(in * sizeof *row);
     double sum = 0, sum2 = 0;
-    uint64_t bad = 0;
-    for (uint64_t r = 0; row && r < rows; r++) {
+    uint64_t bad = 0, checked = 0, stride = rows > 2000 ? rows / 2000 : 1;
+    for (uint64_t r = 0; row && r < rows; r += stride, checked++) {
         EXPECT_OK(gufo_tensor_dequantize(t.type, (const char *)data + r * row_bytes, row, in));
         for (uint64_t i = 0; i < in; i++) {
             bad += !isfinite(row[i]);
@@ -100,7 +101,7 @@ static void check_values(const gufo_gguf *g, const char *name)
         }
     }
     free(row);
-    double n = (double)(in * rows), mean = sum / n, sd = sqrt(sum2 / n - mean * mean), want = 1.0 / sqrt((double)in);
+    double n = (double)(in * checked), mean = sum / n, sd = sqrt(sum2 / n - mean * mean), want = 1.0 / sqrt((double)in);
     if (bad || sd < want / 2 || sd > want * 2 || fabs(mean) > want / 4)
         fprintf(stderr, "%s (%s): %llu non-finite, mean %g, deviation %g, expected ~%g\n", name,
                 gufo_tensor_type_name(t.type), (unsigned long long)bad, mean, sd, want);
