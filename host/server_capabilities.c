@@ -1,6 +1,7 @@
 /* host/server_capabilities.c — see server_capabilities.h. */
 #include "server_capabilities.h"
 #include "server_anthropic.h"
+#include "server_embeddings.h"
 #include "server_openai.h"
 #include "server_responses.h"
 
@@ -20,7 +21,7 @@ static const capability_endpoint endpoints[] = {
     {"POST", "/v1/responses", GUFO_CAPABILITY_TEXT_GENERATION, srv_responses_handle},
     {"POST", "/v1/messages", GUFO_CAPABILITY_TEXT_GENERATION, srv_anthropic_handle_messages},
     {"POST", "/v1/messages/count_tokens", GUFO_CAPABILITY_TEXT_GENERATION, srv_anthropic_handle_count_tokens},
-    {"POST", "/v1/embeddings", GUFO_CAPABILITY_EMBEDDINGS, NULL},
+    {"POST", "/v1/embeddings", GUFO_CAPABILITY_EMBEDDINGS, srv_embeddings_handle},
     {"POST", "/v1/audio/transcriptions", GUFO_CAPABILITY_SPEECH_RECOGNITION, NULL},
     {"POST", "/v1/audio/translations", GUFO_CAPABILITY_SPEECH_RECOGNITION, NULL},
     {"POST", "/v1/audio/speech", GUFO_CAPABILITY_SPEECH_SYNTHESIS, NULL},

@@ -6,7 +6,7 @@
 //
 //   node protocols_test.mjs GROUP
 //     (GROUP: responses | messages | responses_errors | messages_errors | capabilities | tool_choice | tools_model
-//      | deadline | auth)
+//      | deadline | auth | embeddings)
 //
 // Environment and exit codes as server_test.mjs (harness.mjs). The model is
 // the qwen golden tiny.gguf: random weights, so the text is gibberish, but
@@ -572,6 +572,71 @@ async function groupAuth() {
   });
 }
 
+// ---- /v1/embeddings on an embeddings model -------------------------------------------
+
+// `gufo serve embeddings --model langid.gguf` (the example extension's embeddings provider):
+// the official client's embeddings.create (base64 by default) and floats agree with each
+// other and with `gufo prompt embeddings`; bad input per case. Skips while `gufo serve`
+// loads text generation models only.
+async function groupEmbeddings() {
+  const model = process.env.GUFO_EMBEDDINGS_MODEL;
+  if (!model || !existsSync(model)) {
+    console.log(`SKIP: no embeddings model (GUFO_EMBEDDINGS_MODEL=${model}; built by langid_train)`);
+    process.exit(77);
+  }
+  const id = model.replace(/^.*\//, '').replace(/\.gguf$/, '');
+  let server;
+  try {
+    server = await startServer(['embeddings'], model);
+  } catch (e) {
+    if (/only llm \(text generation\) can be served/.test(e.message)) {
+      console.log(`SKIP: gufo serve cannot load an embeddings model yet: ${e.message.trim()}`);
+      process.exit(77);
+    }
+    throw e;
+  }
+  await stopServer(server);
+  await withServer(['embeddings'], async (server) => {
+    const openai = client(server);
+    const texts = ['Where is the train station?', 'Dov\'è la stazione dei treni?'];
+    const b64 = await openai.embeddings.create({ model: id, input: texts });
+    assert.equal(b64.object, 'list');
+    assert.equal(b64.data.length, 2);
+    assert.deepEqual(b64.data.map((d) => d.index), [0, 1]);
+    assert.ok(b64.usage.prompt_tokens > 0);
+    const floats = await openai.embeddings.create({ model: id, input: texts, encoding_format: 'float' });
+    for (let i = 0; i < 2; i++) {
+      assert.equal(floats.data[i].embedding.length, b64.data[i].embedding.length);
+      floats.data[i].embedding.forEach((x, k) => assert.ok(Math.abs(x - b64.data[i].embedding[k]) <= 1e-6 * Math.max(1, Math.abs(x))));
+    }
+    // The same vectors as the CLI (one JSON array per line).
+    const cli = spawnSync(process.env.GUFO_BIN, ['prompt', 'embeddings', '--model', model, ...texts], { encoding: 'utf8', timeout: 60000 });
+    assert.equal(cli.status, 0, cli.stderr);
+    const lines = cli.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    lines.forEach((v, i) => v.forEach((x, k) => assert.ok(Math.abs(x - floats.data[i].embedding[k]) <= 1e-5 * Math.max(1, Math.abs(x)),
+      `input ${i} [${k}]: cli ${x} vs http ${floats.data[i].embedding[k]}`)));
+    const one = await openai.embeddings.create({ model: id, input: texts[0], encoding_format: 'float' });
+    assert.deepEqual(one.data[0].embedding, floats.data[0].embedding, 'one input alone = the same input in a batch');
+
+    const path = '/v1/embeddings';
+    assertErrorObject(await post(server, path, '{"input": '), 400, 'malformed JSON');
+    assertErrorObject(await post(server, path, {}), 400, 'no input');
+    assertErrorObject(await post(server, path, { input: [] }), 400, 'empty input list');
+    assertErrorObject(await post(server, path, { input: '' }), 400, 'empty input');
+    assertErrorObject(await post(server, path, { input: [[1, 2, 3]] }), 400, 'token arrays');
+    assertErrorObject(await post(server, path, { input: 'x', encoding_format: 'int8' }), 400, 'encoding_format');
+    assertErrorObject(await post(server, path, { input: 'x', dimensions: 3 }), 400, 'dimensions not a size of the model');
+    assertErrorObject(await post(server, path, { input: 'x', frobnicate: 1 }), 400, 'unknown field');
+    assertErrorObject(await post(server, path, { input: 'x', model: 'nope' }), 404, 'unknown model');
+    // The text generation endpoints now answer 501, naming the capability.
+    const chat = await post(server, '/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] });
+    assertErrorObject(chat, 501, 'chat on an embeddings model');
+    assert.match(chat.json.error.message, /text_generation/);
+    assertAnthropicError(await post(server, '/v1/messages', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }), 501,
+      'messages on an embeddings model');
+  }, model);
+}
+
 await runGroups('protocols_test.mjs', {
   responses: groupResponses,
   messages: groupMessages,
@@ -582,4 +647,5 @@ await runGroups('protocols_test.mjs', {
   tools_model: groupToolsModel,
   deadline: groupDeadline,
   auth: groupAuth,
+  embeddings: groupEmbeddings,
 });
