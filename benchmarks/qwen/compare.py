@@ -523,6 +523,35 @@ def run_serve(args, engine, model, results, budget, log):
                 entry["memory"] = memory
 
 
+def run_batched(args, model, res, budget, log):
+    """llama-batched-bench at the stream counts: llama.cpp's engine alone, without HTTP (reference only)."""
+    if budget.left() < args.min_run_s:
+        res["batched"] = {"error": "not run: time budget spent"}
+        return
+    pp, tg, pl = args.serve_prompt, args.serve_max_tokens, max(args.streams)
+    cmd = [os.path.join(args.llama_cpp, "llama-batched-bench"), "-m", model, "-c", str(pl * (pp + tg) + 64),
+           "-b", "2048", "-ub", "512", "-npp", str(pp), "-ntg", str(tg), "-npl", ",".join(map(str, args.streams)),
+           "-fa", "on", "-ngl", str(args.ngl), "--output-format", "jsonl"]
+    if args.threads:
+        cmd += ["-t", str(args.threads)]
+    rc, out, err, seconds, memory = run_command(cmd, min(args.timeout_s, budget.left()), log)
+    rows = []
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("{") and "speed_tg" in line:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                pass
+    if rc != 0 or not rows:
+        res["batched"] = {"error": "timed out" if rc == "timeout" else "failed (rc %s): %s" % (
+            rc, (tail(err, 300).strip().splitlines() or [""])[-1])}
+        return
+    res["batched"] = {"rows": [{"sequences": r["pl"], "prompt": r["pp"], "generated": r["tg"],
+                                "decode_tok_s": r["speed_tg"], "prefill_tok_s": r["speed_pp"]} for r in rows],
+                      "memory": memory}
+
+
 # ---- report -------------------------------------------------------------------------------------------------
 
 def fmt(x, digits=1):
@@ -616,6 +645,16 @@ def render_markdown(report):
                 lines.append("| %s | %.2f GB | %s | %s | %s | ≥ %d%% |" % (
                     r["test"], r["bytes_per_token"] / 1e9, fmt(r.get("roofline_tok_s")),
                     pct(r.get("llama.cpp")), pct(r.get("gufo")), TARGET_ROOFLINE * 100))
+        batched = res.get("batched")
+        if batched:
+            lines.append("")
+            if "error" in batched:
+                lines.append("llama-batched-bench (llama.cpp's engine alone, no HTTP): %s" % batched["error"])
+            else:
+                lines.append("llama-batched-bench (llama.cpp's engine alone, no HTTP; reference for the streams): " +
+                             ", ".join("%d × (%d + %d): decode %.1f tok/s, prefill %.1f tok/s" % (
+                                 r["sequences"], r["prompt"], r["generated"], r["decode_tok_s"], r["prefill_tok_s"])
+                                 for r in batched["rows"]))
         mem = res.get("memory", {})
         if mem:
             lines.append("")
@@ -743,6 +782,10 @@ def compare(args):
             plan.append(("serve", None))
         plan += [("bench", g) for g in groups[1:]]
         for part, group in plan:
+            if part == "serve" and "batched" in args.parts and llama_ok and \
+                    (not res.get("batched") or "error" in res["batched"]) and \
+                    os.access(os.path.join(args.llama_cpp, "llama-batched-bench"), os.X_OK):
+                run_batched(args, path, res, budget, log)
             for engine in engines:
                 if part == "bench":
                     name, group_tests = group
@@ -829,7 +872,7 @@ def self_test(args):
         print("SKIP: no --llama-cpp given: the end-to-end CPU comparison did not run", file=sys.stderr)
         return 77
     # A short end-to-end run on the CPU: both engines must give numbers for every test.
-    e2e = argparse.Namespace(**{**vars(args), "types": TYPES, "parts": ["bench", "serve", "roofline"],
+    e2e = argparse.Namespace(**{**vars(args), "types": TYPES, "parts": ["bench", "serve", "batched", "roofline"],
                                 "prefill": [64], "depths": [0, 64], "decode": 8, "reps": 1, "reps_long": 1,
                                 "streams": [1, 2], "serve_prompt": 32, "serve_max_tokens": 8, "gufo_cpu": True,
                                 "bandwidth_gbs": 10.0, "resume": None})
@@ -844,6 +887,7 @@ def self_test(args):
                 e = tests.get(name, {}).get(engine, {})
                 check(isinstance(e.get("tok_s"), (int, float)) and e["tok_s"] > 0,
                       "%s %s %s: %s" % (t, name, engine, e.get("error", "no number")))
+        check(report["results"][t].get("batched", {}).get("rows"), "%s llama-batched-bench rows" % t)
     check(os.path.getsize(os.path.join(args.out, "results.md")) > 500, "results.md written")
     if failures:
         print("self-test: %d failures" % len(failures), file=sys.stderr)
@@ -865,7 +909,8 @@ def main():
     p.add_argument("--out", default="bench-results", help="where results.json/.md and logs.txt go")
     p.add_argument("--shape", default="8b", help="model shape in the file names (default 8b)")
     p.add_argument("--types", type=lambda s: s.split(","), default=TYPES, help="in priority order")
-    p.add_argument("--parts", type=lambda s: s.split(","), default=["bench", "serve", "roofline"])
+    p.add_argument("--parts", type=lambda s: s.split(","), default=["bench", "serve", "batched", "roofline"],
+                   help="bench, serve, batched (llama-batched-bench reference), roofline")
     p.add_argument("--prefill", type=int_list, default=[512, 4096, 32768, 131072])
     p.add_argument("--decode", type=int, default=128)
     p.add_argument("--depths", type=int_list, default=[0, 4096, 32768])
