@@ -419,9 +419,10 @@ static bool parse_request(const srv_app *app, const char *body, size_t len, bool
     bool think = true;
     if (thinking && !cJSON_IsNull(thinking)) {
         const char *type = cJSON_IsObject(thinking) ? string_member(thinking, "type") : NULL;
-        if (!type || (strcmp(type, "enabled") != 0 && strcmp(type, "disabled") != 0))
-            return srv_fail(e, 400, "thinking", "must be {\"type\": \"enabled\" | \"disabled\"}");
-        think = strcmp(type, "enabled") == 0;
+        /* "adaptive" lets the model decide how much to think: here, as "enabled", the template's thinking is on. */
+        if (!type || (strcmp(type, "enabled") != 0 && strcmp(type, "disabled") != 0 && strcmp(type, "adaptive") != 0))
+            return srv_fail(e, 400, "thinking", "must be {\"type\": \"enabled\" | \"adaptive\" | \"disabled\"}");
+        think = strcmp(type, "disabled") != 0;
     }
     if (!srv_parse_sampling(app, root, &r->gen.sampling, e) || !parse_messages(r, root, e) ||
         !parse_tools(r, root, e))

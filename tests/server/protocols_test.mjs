@@ -195,6 +195,13 @@ async function groupMessages() {
       messages: [MESSAGES[1], { role: 'system', content: [], output_config: { effort: 'low' } }] });
     assert.equal(extras.content[0].text, text);
     assert.equal(extras.usage.input_tokens, m.usage.input_tokens);
+    // thinking: enabled / adaptive keep the template's thinking on (the default), disabled turns it off.
+    for (const type of ['enabled', 'adaptive']) {
+      const t = await claude.messages.create({ ...params, thinking: { type, budget_tokens: 1024 } });
+      assert.equal(t.usage.input_tokens, m.usage.input_tokens, `thinking ${type}`);
+    }
+    const off = await claude.messages.create({ ...params, thinking: { type: 'disabled' } });
+    assert.notEqual(off.usage.input_tokens, m.usage.input_tokens, 'thinking disabled changes the rendered prompt');
     const midSystem = await claude.messages.create({ ...params,
       messages: [MESSAGES[1], { role: 'assistant', content: 'Red.' }, { role: 'system', content: 'Be brief.' },
         { role: 'user', content: 'More?' }] });
