@@ -34,7 +34,11 @@
  *       "cpu_count": 16,
  *       "device": {"backend": "cuda|hip|none", "available": true, "error": null,
  *                  "name": "...", "arch": "sm_90", "total_bytes": 0, "free_bytes": 0,
- *                  "driver_version": 0, "device_count": 0}
+ *                  "driver_version": 0, "device_count": 0},
+ *       "gpu_kernels": [                     GPU code compiled into this binary
+ *         {"extension": "qwen", "language": "CUDA", "architectures": ["90"],
+ *          "compiler": "13.0.88"}
+ *       ]
  *     }
  *   }
  */
@@ -51,6 +55,58 @@
 #include "command.h"
 #include "report.h"
 #include "version_info.h"
+
+/* What host/CMakeLists.txt learnt from the build: "ext:LANGUAGE ..." for every
+ * extension that compiled GPU code, and each language's architectures
+ * (comma-separated) and compiler version. A build without GPU code has none. */
+#ifndef GUFO_DIAGNOSE_GPU_BUILDS
+#  define GUFO_DIAGNOSE_GPU_BUILDS ""
+#endif
+#ifndef GUFO_DIAGNOSE_CUDA_ARCHITECTURES
+#  define GUFO_DIAGNOSE_CUDA_ARCHITECTURES ""
+#endif
+#ifndef GUFO_DIAGNOSE_CUDA_COMPILER
+#  define GUFO_DIAGNOSE_CUDA_COMPILER ""
+#endif
+#ifndef GUFO_DIAGNOSE_HIP_ARCHITECTURES
+#  define GUFO_DIAGNOSE_HIP_ARCHITECTURES ""
+#endif
+#ifndef GUFO_DIAGNOSE_HIP_COMPILER
+#  define GUFO_DIAGNOSE_HIP_COMPILER ""
+#endif
+
+/* One extension's GPU code: which language, for which architectures. */
+typedef struct gpu_build {
+    char extension[64];
+    char language[8];
+    const char *architectures; /* comma-separated, static */
+    const char *compiler;      /* static */
+} gpu_build;
+
+/* Splits GUFO_DIAGNOSE_GPU_BUILDS; returns how many entries it filled. */
+static size_t gpu_builds(gpu_build *out, size_t cap)
+{
+    const char *p = GUFO_DIAGNOSE_GPU_BUILDS;
+    size_t n = 0;
+    while (*p && n < cap) {
+        while (*p == ' ')
+            p++;
+        size_t len = strcspn(p, " ");
+        const char *colon = memchr(p, ':', len);
+        if (len && colon) {
+            gpu_build *b = &out[n++];
+            snprintf(b->extension, sizeof b->extension, "%.*s", (int)(colon - p), p);
+            snprintf(b->language, sizeof b->language, "%.*s", (int)(p + len - colon - 1), colon + 1);
+            const bool cuda = strcmp(b->language, "CUDA") == 0;
+            b->architectures = cuda ? GUFO_DIAGNOSE_CUDA_ARCHITECTURES : GUFO_DIAGNOSE_HIP_ARCHITECTURES;
+            b->compiler = cuda ? GUFO_DIAGNOSE_CUDA_COMPILER : GUFO_DIAGNOSE_HIP_COMPILER;
+        }
+        p += len;
+    }
+    return n;
+}
+
+#define MAX_GPU_BUILDS 64
 
 static const char *const section_choices[] = {"all", "extensions", "system", NULL};
 
@@ -237,6 +293,25 @@ static void print_system_text(void)
     } else {
         printf("  device           none (CPU only)\n");
     }
+    gpu_build builds[MAX_GPU_BUILDS];
+    size_t n_builds = gpu_builds(builds, MAX_GPU_BUILDS);
+    if (n_builds == 0)
+        printf("  GPU kernels      none compiled in\n");
+    for (size_t i = 0; i < n_builds; i++) {
+        /* CUDA architectures print as the sm_NN names nvidia-smi users know. */
+        char arches[256] = "";
+        size_t used = 0;
+        const bool cuda = strcmp(builds[i].language, "CUDA") == 0;
+        for (const char *a = builds[i].architectures; *a && used < sizeof arches;) {
+            size_t len = strcspn(a, ",");
+            used += (size_t)snprintf(arches + used, sizeof arches - used, "%s%s%.*s", used ? ", " : "",
+                                     cuda ? "sm_" : "", (int)len, a);
+            a += len + (a[len] == ',');
+        }
+        printf("  %-16s %s: %s for %s%s%s\n", i ? "" : "GPU kernels", builds[i].extension, builds[i].language,
+               arches[0] ? arches : "the compiler's default architectures", builds[i].compiler[0] ? ", compiler " : "",
+               builds[i].compiler);
+    }
     printf("  CPUs             %ld\n", cpu_count());
 }
 
@@ -348,6 +423,24 @@ static cJSON *system_json(void)
     cJSON_AddNumberToObject(d, "free_bytes", (double)dev.free_bytes);
     cJSON_AddNumberToObject(d, "driver_version", dev.driver_version);
     cJSON_AddNumberToObject(d, "device_count", dev.device_count);
+    cJSON *kernels = cJSON_AddArrayToObject(o, "gpu_kernels");
+    gpu_build builds[MAX_GPU_BUILDS];
+    size_t n_builds = gpu_builds(builds, MAX_GPU_BUILDS);
+    for (size_t i = 0; i < n_builds; i++) {
+        cJSON *k = cJSON_CreateObject();
+        cJSON_AddStringToObject(k, "extension", builds[i].extension);
+        cJSON_AddStringToObject(k, "language", builds[i].language);
+        cJSON *arches = cJSON_AddArrayToObject(k, "architectures");
+        for (const char *a = builds[i].architectures; *a;) {
+            size_t len = strcspn(a, ",");
+            char arch[32];
+            snprintf(arch, sizeof arch, "%.*s", (int)len, a);
+            cJSON_AddItemToArray(arches, cJSON_CreateString(arch));
+            a += len + (a[len] == ',');
+        }
+        cJSON_AddStringToObject(k, "compiler", builds[i].compiler);
+        cJSON_AddItemToArray(kernels, k);
+    }
     return o;
 }
 

@@ -44,11 +44,18 @@ set(qwen_gpu_kernel_sources
     src/gpu/gpu_norm.cu
     src/gpu/gpu_attention.cu
     src/gpu/gpu_sample.cu
+    src/gpu/gpu_gemm.cu
 )
+# Prefill products go through cuBLAS on NVIDIA (the HIP build falls back to the
+# kernels until hipBLAS is wired up).
+set(qwen_gpu_blas "")
+if(GUFO_HAVE_CUDA)
+    set(qwen_gpu_blas CUDA::cublas)
+endif()
 gufo_extension_library(qwen_gpu
     SOURCES src/gpu/provider_gpu.c src/gpu/weights_gpu.c src/gpu/forward_gpu.c src/gpu/session_gpu.c
     CUDA_SOURCES ${qwen_gpu_kernel_sources}
-    LINK qwen_cpu m)
+    LINK qwen_cpu m ${qwen_gpu_blas})
 
 # -- tools
 gufo_extension_executable(qwen_vocab SOURCES tools/qwen_vocab.c LINK qwen_cpu cjson)

@@ -68,8 +68,57 @@ gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint
     return GUFO_OK;
 }
 
+/* The largest matrix of any layer (the output matrix never goes through the
+ * BLAS: prefill wants one row of logits). */
+static uint64_t largest_layer_matrix(const qwen_gpu_model *model)
+{
+    uint64_t largest = 0;
+    for (uint32_t il = 0; il < model->hp.n_layer; il++) {
+        const qwen_gpu_layer *L = &model->weights.layers[il];
+        const qwen_gpu_matrix *all[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            if ((uint64_t)all[i]->rows * all[i]->cols > largest)
+                largest = (uint64_t)all[i]->rows * all[i]->cols;
+    }
+    return largest;
+}
+
+gufo_status qwen_gpu_blas_init(qwen_gpu_model *model, gufo_error *err)
+{
+    qwen_gpu_scratch *s = &model->scratch;
+    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, QWEN_GPU_BLAS_WORKSPACE, ALIGN_BYTES,
+                                       "scratch", &s->blas_workspace, err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "qwen-gpu BLAS workspace");
+    if (qwen_gpu_blas_create(&model->blas, model->stream, s->blas_workspace, QWEN_GPU_BLAS_WORKSPACE))
+        return qwen_gpu_failed(err, "creating the BLAS handle");
+    if (!model->blas)
+        return GUFO_OK; /* no BLAS in this build: nothing to decode into */
+    void *dequantized = NULL;
+    st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, (size_t)largest_layer_matrix(model) * sizeof(float),
+                           ALIGN_BYTES, "scratch", &dequantized, err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "qwen-gpu prefill scratch");
+    s->dequantized = dequantized;
+    /* Widest input of a layer product: hidden, FFN or attention output. */
+    const qwen_hparams *hp = &model->hp;
+    uint64_t widest = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
+    if ((uint64_t)hp->n_head * hp->head_dim_k > widest)
+        widest = (uint64_t)hp->n_head * hp->head_dim_k;
+    st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, (size_t)(s->max_rows * widest * 2u), ALIGN_BYTES,
+                           "scratch", &s->activations16, err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "qwen-gpu prefill scratch");
+    return GUFO_OK;
+}
+
 void qwen_gpu_scratch_release(qwen_gpu_model *model)
 {
+    qwen_gpu_blas_destroy(model->blas);
+    model->blas = NULL;
+    gufo_memory_free(model->memory, model->scratch.dequantized);
+    gufo_memory_free(model->memory, model->scratch.activations16);
+    gufo_memory_free(model->memory, model->scratch.blas_workspace);
     gufo_memory_free(model->memory, model->scratch.block);
     memset(&model->scratch, 0, sizeof model->scratch);
 }
@@ -78,8 +127,17 @@ typedef struct step {
     qwen_gpu_model *model;
     uint32_t n, n_out, splits;
     qwen_gpu_pick pick;
+    bool gemm;  /* layer products through the BLAS (long prefill chunks) */
     gufo_error *err;
 } step;
+
+static int product(const step *p, void *stream, const qwen_gpu_matrix *m, const float *x, float *y, int accumulate)
+{
+    if (p->gemm)
+        return qwen_gpu_gemm(p->model->blas, stream, m, p->model->prefill_bf16, p->model->scratch.dequantized,
+                             p->model->scratch.activations16, x, p->n, y, accumulate);
+    return qwen_gpu_matmul(stream, m, x, p->n, y, accumulate);
+}
 
 /* Enqueues the whole step on `stream` (called directly or under capture). */
 static gufo_status record(void *userdata, void *stream)
@@ -94,18 +152,18 @@ static gufo_status record(void *userdata, void *stream)
     for (uint32_t il = 0; il < dims->n_layer && !bad; il++) {
         const qwen_gpu_layer *L = &w->layers[il];
         bad |= qwen_gpu_rms_norm(stream, s->x, L->attn_norm, n, D, dims->rms_eps, s->h);
-        bad |= qwen_gpu_matmul(stream, &L->wq, s->h, n, s->q, 0);
-        bad |= qwen_gpu_matmul(stream, &L->wk, s->h, n, s->k, 0);
-        bad |= qwen_gpu_matmul(stream, &L->wv, s->h, n, s->v, 0);
+        bad |= product(p, stream, &L->wq, s->h, s->q, 0);
+        bad |= product(p, stream, &L->wk, s->h, s->k, 0);
+        bad |= product(p, stream, &L->wv, s->h, s->v, 0);
         bad |= qwen_gpu_qk_norm_rope_store(stream, dims, il, s->rows, n, s->q, s->k, s->v, L->q_norm, L->k_norm,
                                            w->inv_freq);
         bad |= qwen_gpu_attention(stream, dims, il, s->rows, n, s->q, p->splits, s->partials, s->att);
-        bad |= qwen_gpu_matmul(stream, &L->wo, s->att, n, s->x, 1);
+        bad |= product(p, stream, &L->wo, s->att, s->x, 1);
         bad |= qwen_gpu_rms_norm(stream, s->x, L->ffn_norm, n, D, dims->rms_eps, s->h);
-        bad |= qwen_gpu_matmul(stream, &L->gate, s->h, n, s->gate, 0);
-        bad |= qwen_gpu_matmul(stream, &L->up, s->h, n, s->up, 0);
+        bad |= product(p, stream, &L->gate, s->h, s->gate, 0);
+        bad |= product(p, stream, &L->up, s->h, s->up, 0);
         bad |= qwen_gpu_swiglu(stream, s->gate, s->up, (size_t)n * dims->n_ff);
-        bad |= qwen_gpu_matmul(stream, &L->down, s->gate, n, s->x, 1);
+        bad |= product(p, stream, &L->down, s->gate, s->x, 1);
     }
     if (!bad && p->n_out) {
         bad |= qwen_gpu_rms_norm(stream, s->x + (size_t)(n - p->n_out) * D, w->output_norm, p->n_out, D, dims->rms_eps,
@@ -143,6 +201,7 @@ gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, 
                               n, n_out, s->max_rows, s->max_out);
     step p = {.model = model, .n = n, .n_out = n_out, .pick = n_out ? pick : QWEN_GPU_PICK_NONE, .err = err};
     p.splits = graph ? QWEN_GPU_DECODE_SPLITS : prefill_splits(model, n);
+    p.gemm = !graph && model->blas && n >= QWEN_GPU_GEMM_MIN_ROWS;
     if (qwen_gpu_to_device(s->rows, model->rows_host, n * sizeof(qwen_gpu_row), model->stream))
         return qwen_gpu_failed(err, "copying the step's rows");
     if (p.pick == QWEN_GPU_PICK_SAMPLE &&

@@ -17,6 +17,10 @@ int qg_preload_matmul(void);
 int qg_preload_norm(void);
 int qg_preload_attention(void);
 int qg_preload_sample(void);
+int qg_preload_gemm(void);
+
+/** Records an error for qwen_gpu_last_error() (gpu_runtime.cu). */
+extern "C" void qwen_gpu_set_error(const char *what, const char *detail);
 
 #if defined(GUFO_GPU_HIP)
 #  define QG_FUNC_ATTRIBUTES hipFuncAttributes

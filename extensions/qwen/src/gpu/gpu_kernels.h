@@ -97,6 +97,26 @@ int qwen_gpu_embed(void *stream, const qwen_gpu_matrix *embd, const qwen_gpu_row
  */
 int qwen_gpu_matmul(void *stream, const qwen_gpu_matrix *m, const float *x, uint32_t n, float *y, int accumulate);
 
+/** out (rows x cols, row-major float32) = the decoded matrix (gpu_gemm.cu). */
+int qwen_gpu_dequantize(void *stream, const qwen_gpu_matrix *m, float *out);
+
+/**
+ * A BLAS handle bound to `stream`, using `workspace` (from the host's budget)
+ * as its scratch. Built for HIP, *blas is NULL and qwen_gpu_gemm() falls back
+ * to qwen_gpu_matmul() (gpu_gemm.cu).
+ */
+int qwen_gpu_blas_create(void **blas, void *stream, void *workspace, size_t workspace_bytes);
+void qwen_gpu_blas_destroy(void *blas);
+
+/**
+ * What qwen_gpu_matmul() computes, for many vectors: decodes `m` into
+ * `weights` (rows x cols) and multiplies through the BLAS — float32 SGEMM
+ * without TF32 when `bf16` is 0; else weights and x (converted into
+ * `activations`, n x cols) in bfloat16 on the tensor cores, summed in float32.
+ */
+int qwen_gpu_gemm(void *blas, void *stream, const qwen_gpu_matrix *m, int bf16, void *weights, void *activations,
+                  const float *x, uint32_t n, float *y, int accumulate);
+
 /** y[r] = x[r] / rms(x[r]) * weight for n rows of `cols` (gpu_norm.cu). */
 int qwen_gpu_rms_norm(void *stream, const float *x, const float *weight, uint32_t n, uint32_t cols, float eps,
                       float *y);

@@ -1,15 +1,118 @@
 /* gpu_matmul.cu — quantized matrix products and embedding lookup (gpu_kernels.h).
  *
- * One warp per output row: it walks the row in 256-element groups, decodes
- * its eight elements per lane once (gpu_dequant.cuh) and multiplies them with
- * up to NB activation vectors, so a decode step over B sessions reads each
- * weight once per NB sessions. Prefill runs the same kernel with the tokens
+ * One warp per output row: it walks the row in steps, decodes each lane's
+ * weights once (gpu_dequant.cuh, or the wide Q4_K path below) and multiplies
+ * them with up to NB activation vectors, so a decode step over B sessions
+ * reads each weight once per NB sessions. Prefill runs the same kernel with the tokens
  * as vectors, NB at a time across grid.y. Sums are float32 throughout.
  */
 #include "gpu_dequant.cuh"
 
 #define QG_ROWS_PER_BLOCK 4 /* warps per block, one output row each */
 
+/* Weights one warp covers per step: 256 (one group of gpu_dequant.cuh), or
+ * 1024 for Q4_K, where each lane takes 32 weights that share their scales
+ * with one 16-byte load. (Q8_0 blocks are 34 bytes: lanes striding over
+ * whole blocks do not coalesce, so Q8_0 keeps the 8-per-lane layout.) */
+template <int TYPE>
+struct qg_step {
+    static constexpr uint32_t weights = TYPE == QWEN_GPU_Q4_K ? 1024u : 256u;
+};
+
+/* x[first .. first + 16) . w[0..16) for each vector, w decoded once. */
+template <int NB>
+__device__ __forceinline__ void qg_dot16(const float w[16], const float *__restrict__ x, uint32_t cols,
+                                         uint32_t first, uint32_t nv, float acc[NB])
+{
+#pragma unroll
+    for (int v = 0; v < NB; v++) {
+        if ((uint32_t)v >= nv) continue;
+        const float4 *xv = reinterpret_cast<const float4 *>(x + (size_t)v * cols + first);
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = xv[k];
+            s += w[4 * k] * a.x + w[4 * k + 1] * a.y + w[4 * k + 2] * a.z + w[4 * k + 3] * a.w;
+        }
+        acc[v] += s;
+    }
+}
+
+/* Dot products of lane `sub_lane`'s weights of step t with NB vectors. */
+template <int TYPE, int NB>
+__device__ __forceinline__ void qg_accumulate(const uint8_t *row, uint32_t cols, uint32_t t, int sub_lane,
+                                              const float *__restrict__ x, uint32_t nv, float acc[NB])
+{
+    if (TYPE == QWEN_GPU_Q4_K) {
+        /* Lane: super-block t*4 + lane/8, 32-byte pair j = (lane%8)/2, half h: 16
+         * bytes whose low nibbles are elements 64j+16h.. of sub-block 2j and
+         * high nibbles the same of sub-block 2j+1. */
+        const uint32_t sb = t * 4u + (uint32_t)sub_lane / 8u;
+        if (sb * 256u >= cols) return;
+        const uint8_t *b = row + (size_t)sb * 144u;
+        const int j = (sub_lane % 8) / 2, h = sub_lane % 2;
+        const float d = qg_half(b), dmin = qg_half(b + 2);
+        const uint8_t *scales = b + 4;
+        int sc[2], mn[2];
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int sub = 2 * j + k;
+            if (sub < 4) {
+                sc[k] = scales[sub] & 63;
+                mn[k] = scales[sub + 4] & 63;
+            } else {
+                sc[k] = (scales[sub + 4] & 0x0f) | ((scales[sub - 4] >> 6) << 4);
+                mn[k] = (scales[sub + 4] >> 4) | ((scales[sub] >> 6) << 4);
+            }
+        }
+        const uint4 packed = *reinterpret_cast<const uint4 *>(b + 16 + 32 * j + 16 * h); /* 16-byte aligned */
+        const uint8_t *q = reinterpret_cast<const uint8_t *>(&packed);
+        const uint32_t first = sb * 256u + 64u * (uint32_t)j + 16u * (uint32_t)h;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const float scale = __fmul_rn(d, (float)sc[k]), offset = __fmul_rn(dmin, (float)mn[k]);
+            float w[16];
+#pragma unroll
+            for (int i = 0; i < 16; i++)
+                w[i] = __fsub_rn(__fmul_rn(scale, (float)(k ? (q[i] >> 4) : (q[i] & 0x0f))), offset);
+            qg_dot16<NB>(w, x, cols, first + 32u * (uint32_t)k, nv, acc);
+        }
+    } else {
+        float w[8];
+        qg_dequant8<TYPE>(row, cols, t, sub_lane, w);
+        if (qg_layout<TYPE>::strided) {
+#pragma unroll
+            for (int v = 0; v < NB; v++) {
+                if ((uint32_t)v >= nv) continue;
+                const float *xv = x + (size_t)v * cols;
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const uint32_t e = qg_element<TYPE>(t, sub_lane, i);
+                    if (e < cols) s += w[i] * xv[e];
+                }
+                acc[v] += s;
+            }
+        } else {
+            /* Block types: cols is a multiple of 32, so a lane's eight elements are all in or all out. */
+            const uint32_t first = t * 256u + (uint32_t)sub_lane * 8u;
+            if (first >= cols) return;
+#pragma unroll
+            for (int v = 0; v < NB; v++) {
+                if ((uint32_t)v >= nv) continue;
+                const float4 *xv = reinterpret_cast<const float4 *>(x + (size_t)v * cols + first);
+                const float4 a = xv[0], c = xv[1];
+                acc[v] += w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * c.x + w[5] * c.y + w[6] * c.z +
+                          w[7] * c.w;
+            }
+        }
+    }
+}
+
+/* Warp = one output row: it walks the row's steps, four at a time unrolled
+ * so that each lane has several independent weight loads in flight (a
+ * decode step is bound by how many bytes are in flight, not by arithmetic),
+ * and sums its lanes in a fixed order, so results do not depend on timing. */
 template <int TYPE, int NB>
 __global__ void qg_matmul_kernel(qwen_gpu_matrix m, const float *__restrict__ x, uint32_t n, float *__restrict__ y,
                                  int accumulate)
@@ -20,29 +123,17 @@ __global__ void qg_matmul_kernel(qwen_gpu_matrix m, const float *__restrict__ x,
     const uint32_t v0 = blockIdx.y * NB;
     const uint32_t nv = n - v0 < (uint32_t)NB ? n - v0 : (uint32_t)NB;
     const uint8_t *row = static_cast<const uint8_t *>(m.data) + (size_t)r * m.row_bytes;
-    const uint32_t groups = (m.cols + 255u) / 256u;
+    const uint32_t steps = (m.cols + qg_step<TYPE>::weights - 1) / qg_step<TYPE>::weights;
+    const float *xs = x + (size_t)v0 * m.cols;
 
     float acc[NB];
 #pragma unroll
     for (int v = 0; v < NB; v++) acc[v] = 0.0f;
-    /* HIP's 64-wide wavefronts take two groups per pass (lanes 32..63 the second). */
-    const int sub_lane = lane % 32, sub_group = lane / 32, group_step = GUFO_GPU_WARP_SIZE / 32;
-    for (uint32_t g = sub_group; g < groups; g += group_step) {
-        float w[8];
-        qg_dequant8<TYPE>(row, m.cols, g, sub_lane, w);
-#pragma unroll
-        for (int v = 0; v < NB; v++) {
-            if ((uint32_t)v >= nv) continue;
-            const float *xv = x + (size_t)(v0 + v) * m.cols;
-            float s = 0.0f;
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                const uint32_t e = qg_element<TYPE>(g, sub_lane, i);
-                if (e < m.cols) s += w[i] * xv[e];
-            }
-            acc[v] += s;
-        }
-    }
+    /* 32 lanes per step; HIP's 64-wide wavefronts take two steps per pass. */
+    const int sub_lane = lane % 32;
+    const uint32_t first = (uint32_t)(lane / 32), stride = (uint32_t)(GUFO_GPU_WARP_SIZE / 32);
+#pragma unroll 4
+    for (uint32_t t = first; t < steps; t += stride) qg_accumulate<TYPE, NB>(row, m.cols, t, sub_lane, xs, nv, acc);
 #pragma unroll
     for (int v = 0; v < NB; v++) {
         if ((uint32_t)v >= nv) continue;

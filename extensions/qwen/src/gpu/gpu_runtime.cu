@@ -32,6 +32,11 @@ static int failed(gufo_gpu_error e, const char *what)
     return 1;
 }
 
+extern "C" void qwen_gpu_set_error(const char *what, const char *detail)
+{
+    snprintf(last_error, sizeof last_error, "%s failed: %s", what, detail);
+}
+
 extern "C" const char *qwen_gpu_last_error(void)
 {
     static thread_local char copy[sizeof last_error];
@@ -109,7 +114,8 @@ extern "C" int qwen_gpu_zero(void *dst, size_t bytes, void *stream)
 
 extern "C" int qwen_gpu_preload(void)
 {
-    if (qg_preload_matmul() || qg_preload_norm() || qg_preload_attention() || qg_preload_sample())
+    if (qg_preload_matmul() || qg_preload_norm() || qg_preload_attention() || qg_preload_sample() ||
+        qg_preload_gemm())
         return failed(gufoGpuGetLastError(), "loading the kernels");
     return 0;
 }

@@ -24,6 +24,12 @@
 /* Parts per (row, head) in a decode step's attention: fixed, so one captured
  * graph serves every length (empty parts return at once). */
 #define QWEN_GPU_DECODE_SPLITS 16u
+/* Prefill chunks of at least this many tokens multiply through the BLAS
+ * (gpu_gemm.cu); shorter ones, and every decode step, use the quantized
+ * matrix-vector kernel, which reads the weights without decoding them to memory. */
+#define QWEN_GPU_GEMM_MIN_ROWS 64u
+/* cuBLAS's workspace, taken from the budget so the host counts it. */
+#define QWEN_GPU_BLAS_WORKSPACE (32u << 20)
 /* Positions one attention part should cover in prefill before splitting. */
 #define QWEN_GPU_PREFILL_SPLIT_SPAN 1024u
 
@@ -52,6 +58,9 @@ typedef struct qwen_gpu_scratch {
     qwen_gpu_sampling *sampling;   /* device copy of the step's sampling settings */
     int32_t *tokens;               /* device: chosen tokens */
     void *block;                   /* the one device allocation behind all of the above */
+    void *dequantized;             /* the largest layer matrix decoded (float32 room), for prefill GEMMs (NULL: none) */
+    void *activations16;           /* max_rows x widest input in bfloat16, for bf16 prefill GEMMs */
+    void *blas_workspace;
 } qwen_gpu_scratch;
 
 typedef struct qwen_gpu_session qwen_gpu_session;
@@ -66,6 +75,8 @@ typedef struct qwen_gpu_model {
     qwen_gpu_scratch scratch;
     qwen_tokenizer *tokenizer;
     void *stream;
+    void *blas;                  /* BLAS handle for prefill (NULL without one: HIP builds) */
+    bool prefill_bf16;           /* option qwen-gpu-prefill: bf16 (default) or fp32 */
     gufo_x_graph_cache *graphs;  /* decode steps, keyed by batch size and sampling mode */
     bool use_graphs;
     uint32_t context_length, max_batch, max_prefill_chunk, max_sessions, live_sessions;
@@ -105,6 +116,9 @@ void qwen_gpu_weights_free(gufo_memory *memory, qwen_gpu_weights *w);
 /* ---- forward_gpu.c ---- */
 
 gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint32_t max_out, gufo_error *err);
+/** The BLAS handle, its workspace and the prefill decode buffer (after the weights). */
+gufo_status qwen_gpu_blas_init(qwen_gpu_model *model, gufo_error *err);
+/** Frees the scratch and the BLAS parts. */
 void qwen_gpu_scratch_release(qwen_gpu_model *model);
 
 /** How a step picks its tokens. */

@@ -154,6 +154,16 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
     if (gufo_gguf_get_u32(model->gguf, "general.file_type", &model->file_type, NULL) != GUFO_OK)
         model->file_type = UINT32_MAX;
     model->table_checksum = qwen_tensor_table_checksum(model->gguf);
+    /* Option qwen-gpu-prefill: the manifest's default unless the host set it. */
+    const char *prefill = GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_DEFAULT;
+    if (params->options)
+        (void)gufo_options_get_string(params->options, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME, &prefill);
+    if (strcmp(prefill, "bf16") != 0 && strcmp(prefill, "fp32") != 0) {
+        st = gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "option --%s: '%s' is neither bf16 nor fp32",
+                            GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME, prefill);
+        goto fail;
+    }
+    model->prefill_bf16 = strcmp(prefill, "bf16") == 0;
     /* QWEN_GPU_GRAPHS=0 launches decode steps kernel by kernel (for comparing and debugging). */
     const char *graphs = getenv("QWEN_GPU_GRAPHS");
     model->use_graphs = !(graphs && strcmp(graphs, "0") == 0);
@@ -182,16 +192,18 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
         goto fail;
     if ((st = staging_init(model, err)) != GUFO_OK)
         goto fail;
+    if ((st = qwen_gpu_blas_init(model, err)) != GUFO_OK)
+        goto fail;
     if (gufo_x_graph_cache_create(&model->graphs) != GUFO_OK) {
         st = gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory creating the graph cache");
         goto fail;
     }
     gufo_log(GUFO_LOG_DEBUG, QWEN_GPU_PROVIDER_ID,
              "loaded %s on the GPU: %u layers, hidden %u, %u/%u heads of %u, ffn %u, vocab %u, context %u, "
-             "%.1f MiB of weights, graphs %s",
+             "%.1f MiB of weights, graphs %s, prefill products %s",
              params->path, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim_k, hp->n_ff, hp->n_vocab,
              model->context_length, (double)model->weights.device_bytes / (1024.0 * 1024.0),
-             model->use_graphs ? "on" : "off");
+             model->use_graphs ? "on" : "off", model->blas ? (model->prefill_bf16 ? "bf16" : "fp32") : "kernels");
     *out = qwen_gpu_to_handle(model);
     return GUFO_OK;
 
