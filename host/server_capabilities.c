@@ -1,6 +1,7 @@
 /* host/server_capabilities.c — see server_capabilities.h. */
 #include "server_capabilities.h"
 #include "server_anthropic.h"
+#include "server_decisions.h"
 #include "server_embeddings.h"
 #include "server_openai.h"
 #include "server_responses.h"
@@ -27,7 +28,7 @@ static const capability_endpoint endpoints[] = {
     {"POST", "/v1/audio/speech", GUFO_CAPABILITY_SPEECH_SYNTHESIS, NULL},
     {"POST", "/v1/images/generations", GUFO_CAPABILITY_IMAGE_GENERATION, NULL},
     {"POST", "/v1/videos", GUFO_CAPABILITY_VIDEO_GENERATION, NULL},
-    {"POST", "/v1/decisions", GUFO_CAPABILITY_DECISIONS, NULL},
+    {"POST", "/v1/decisions", GUFO_CAPABILITY_DECISIONS, srv_decisions_handle},
 };
 #define N_ENDPOINTS (sizeof endpoints / sizeof endpoints[0])
 

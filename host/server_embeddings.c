@@ -66,39 +66,6 @@ static cJSON *embedding_json(const float *v, uint32_t dim, bool as_base64)
     return s;
 }
 
-static bool parse_inputs(const cJSON *root, const cJSON ***inputs, size_t *n, srv_api_error *e)
-{
-    const cJSON *input = cJSON_GetObjectItemCaseSensitive(root, "input");
-    if (!input)
-        return srv_fail(e, 400, "input", "'input' is required");
-    size_t count = cJSON_IsString(input) ? 1 : cJSON_IsArray(input) ? (size_t)cJSON_GetArraySize(input) : 0;
-    if (!cJSON_IsString(input) && !cJSON_IsArray(input))
-        return srv_fail(e, 400, "input", "'input' must be a string or an array of strings");
-    if (count == 0)
-        return srv_fail(e, 400, "input", "'input' must not be empty");
-    if (count > MAX_INPUTS)
-        return srv_fail(e, 400, "input", "at most %d inputs per request", MAX_INPUTS);
-    *inputs = calloc(count, sizeof **inputs);
-    if (!*inputs)
-        return srv_fail(e, 503, NULL, "out of memory");
-    if (cJSON_IsString(input)) {
-        (*inputs)[0] = input;
-    } else {
-        size_t i = 0;
-        const cJSON *item;
-        cJSON_ArrayForEach(item, input) {
-            if (!cJSON_IsString(item))
-                return srv_fail(e, 400, "input", "input[%zu] must be a string (token arrays are not supported)", i);
-            (*inputs)[i++] = item;
-        }
-    }
-    for (size_t i = 0; i < count; i++)
-        if (!(*inputs)[i]->valuestring[0])
-            return srv_fail(e, 400, "input", "input[%zu] is empty", i);
-    *n = count;
-    return true;
-}
-
 static bool parse_dimension(const cJSON *root, const gufo_embeddings_info *info, uint32_t *out, srv_api_error *e)
 {
     int64_t d = 0;
@@ -164,7 +131,7 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
     gufo_embeddings_info info = {.struct_size = sizeof info};
 
     bool ok = srv_parse_body(body, body_len, &root, &e) && srv_check_fields(root, embedding_fields, &e) &&
-              srv_check_model(app, root, &e) && parse_inputs(root, &inputs, &n, &e);
+              srv_check_model(app, root, &e) && srv_parse_text_inputs(root, MAX_INPUTS, &inputs, &n, &e);
     if (ok) {
         const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "encoding_format");
         if (cJSON_IsString(format) && strcmp(format->valuestring, "base64") == 0)

@@ -184,6 +184,39 @@ bool srv_parse_sampling(const srv_app *app, const cJSON *root, gufo_sampling_par
     return true;
 }
 
+bool srv_parse_text_inputs(const cJSON *root, size_t max_inputs, const cJSON ***inputs, size_t *n, srv_api_error *e)
+{
+    const cJSON *input = cJSON_GetObjectItemCaseSensitive(root, "input");
+    if (!input)
+        return srv_fail(e, 400, "input", "'input' is required");
+    size_t count = cJSON_IsString(input) ? 1 : cJSON_IsArray(input) ? (size_t)cJSON_GetArraySize(input) : 0;
+    if (!cJSON_IsString(input) && !cJSON_IsArray(input))
+        return srv_fail(e, 400, "input", "'input' must be a string or an array of strings");
+    if (count == 0)
+        return srv_fail(e, 400, "input", "'input' must not be empty");
+    if (count > max_inputs)
+        return srv_fail(e, 400, "input", "at most %zu inputs per request", max_inputs);
+    *inputs = calloc(count, sizeof **inputs);
+    if (!*inputs)
+        return srv_fail(e, 503, NULL, "out of memory");
+    if (cJSON_IsString(input)) {
+        (*inputs)[0] = input;
+    } else {
+        size_t i = 0;
+        const cJSON *item;
+        cJSON_ArrayForEach(item, input) {
+            if (!cJSON_IsString(item))
+                return srv_fail(e, 400, "input", "input[%zu] must be a string (token arrays are not supported)", i);
+            (*inputs)[i++] = item;
+        }
+    }
+    for (size_t i = 0; i < count; i++)
+        if (!(*inputs)[i]->valuestring[0])
+            return srv_fail(e, 400, "input", "input[%zu] is empty", i);
+    *n = count;
+    return true;
+}
+
 /* ---- the chat builder ------------------------------------------------------ */
 
 gufo_chat_message *srv_chat_add(srv_chat_builder *b)

@@ -69,6 +69,13 @@ bool srv_check_model(const srv_app *app, const cJSON *root, srv_api_error *e);
  */
 bool srv_parse_sampling(const srv_app *app, const cJSON *root, gufo_sampling_params *out, srv_api_error *e);
 
+/**
+ * `input` as the batch endpoints (embeddings, decisions) take it: a string or
+ * an array of 1..max_inputs non-empty strings (token arrays are refused).
+ * `*inputs` (malloc'ed, the caller frees it even on failure) points into `root`.
+ */
+bool srv_parse_text_inputs(const cJSON *root, size_t max_inputs, const cJSON ***inputs, size_t *n, srv_api_error *e);
+
 /** What the client asked about tools, in one shape for every protocol. */
 typedef enum srv_tool_mode {
     SRV_TOOLS_AUTO = 0,   /* the model may call a tool or answer */

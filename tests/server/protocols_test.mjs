@@ -6,7 +6,7 @@
 //
 //   node protocols_test.mjs GROUP
 //     (GROUP: responses | messages | responses_errors | messages_errors | capabilities | tool_choice | tools_model
-//      | deadline | auth | embeddings)
+//      | deadline | auth | embeddings | decisions)
 //
 // Environment and exit codes as server_test.mjs (harness.mjs). The model is
 // the qwen golden tiny.gguf: random weights, so the text is gibberish, but
@@ -644,6 +644,55 @@ async function groupEmbeddings() {
   }, model);
 }
 
+// ---- /v1/decisions on a classifier ------------------------------------------------------
+
+// `gufo serve decisions --model langid.gguf` (the example's language classifier): the labels
+// equal `gufo prompt decisions`', the scores are probabilities. Skips while `gufo serve`
+// loads text generation models only.
+async function groupDecisions() {
+  const model = process.env.GUFO_EMBEDDINGS_MODEL; /* langid.gguf holds both capabilities */
+  if (!model || !existsSync(model)) {
+    console.log(`SKIP: no classifier model (GUFO_EMBEDDINGS_MODEL=${model}; built by langid_train)`);
+    process.exit(77);
+  }
+  const id = model.replace(/^.*\//, '').replace(/\.gguf$/, '');
+  let probe;
+  try {
+    probe = await startServer(['decisions'], model);
+  } catch (e) {
+    if (/only llm \(text generation\) can be served/.test(e.message)) {
+      console.log(`SKIP: gufo serve cannot load a decisions model yet: ${e.message.trim()}`);
+      process.exit(77);
+    }
+    throw e;
+  }
+  await stopServer(probe);
+  await withServer(['decisions'], async (server) => {
+    const texts = ['Where is the train station?', 'Dov\'è la stazione dei treni?', 'Où est la gare ?'];
+    const r = await post(server, '/v1/decisions', { model: id, input: texts });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.object, 'list');
+    assert.equal(r.json.data.length, texts.length);
+    const cli = spawnSync(process.env.GUFO_BIN, ['prompt', 'decisions', '--model', model, ...texts], { encoding: 'utf8', timeout: 60000 });
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.deepEqual(r.json.data.map((d) => d.label), cli.stdout.trim().split('\n'), 'labels differ from gufo prompt decisions');
+    for (const d of r.json.data) {
+      const sum = Object.values(d.scores).reduce((a, b) => a + b, 0);
+      assert.ok(Math.abs(sum - 1) < 1e-4, `scores sum to ${sum}`);
+      assert.equal(d.score, d.scores[d.label]);
+      assert.equal(d.score, Math.max(...Object.values(d.scores)));
+    }
+    const one = await post(server, '/v1/decisions', { input: texts[1] });
+    assert.deepEqual(one.json.data[0].scores, r.json.data[1].scores, 'one input alone = the same input in a batch');
+    assertErrorObject(await post(server, '/v1/decisions', {}), 400, 'no input');
+    assertErrorObject(await post(server, '/v1/decisions', { input: [] }), 400, 'empty input list');
+    assertErrorObject(await post(server, '/v1/decisions', { input: [7] }), 400, 'input not strings');
+    assertErrorObject(await post(server, '/v1/decisions', { input: 'x', frobnicate: 1 }), 400, 'unknown field');
+    assertErrorObject(await post(server, '/v1/decisions', { input: 'x', model: 'nope' }), 404, 'unknown model');
+    assertErrorObject(await post(server, '/v1/embeddings', { input: 'x' }), 501, 'embeddings on a decisions server');
+  }, model);
+}
+
 await runGroups('protocols_test.mjs', {
   responses: groupResponses,
   messages: groupMessages,
@@ -655,4 +704,5 @@ await runGroups('protocols_test.mjs', {
   deadline: groupDeadline,
   auth: groupAuth,
   embeddings: groupEmbeddings,
+  decisions: groupDecisions,
 });
