@@ -1,14 +1,15 @@
 /* gpu_matmul.cu — quantized matrix products and embedding lookup (gpu_kernels.h).
  *
- * One warp per output row: it walks the row in steps, decodes each lane's
- * weights once (gpu_dequant.cuh, or the wide Q4_K path below) and multiplies
- * them with up to NB activation vectors, so a decode step over B sessions
- * reads each weight once per NB sessions. Prefill runs the same kernel with the tokens
- * as vectors, NB at a time across grid.y. Sums are float32 throughout.
+ * One block per output row: its warps walk the row in steps, decode each
+ * lane's weights once (gpu_dequant.cuh, or the wide Q4_K path below) and
+ * multiply them with up to NB activation vectors, so a decode step over B
+ * sessions reads each weight once per NB sessions. Short prefill chunks run
+ * the same kernel with the tokens as vectors, NB at a time across grid.y
+ * (long ones go through the BLAS, gpu_gemm.cu). Sums are float32 throughout.
  */
 #include "gpu_dequant.cuh"
 
-#define QG_ROWS_PER_BLOCK 4 /* warps per block, one output row each */
+#define QG_WARPS_PER_ROW 4 /* a block's warps share one output row, splitting its steps */
 
 /* Weights one warp covers per step: 256 (one group of gpu_dequant.cuh), or
  * 1024 for Q4_K, where each lane takes 32 weights that share their scales
@@ -109,17 +110,19 @@ __device__ __forceinline__ void qg_accumulate(const uint8_t *row, uint32_t cols,
     }
 }
 
-/* Warp = one output row: it walks the row's steps, four at a time unrolled
- * so that each lane has several independent weight loads in flight (a
- * decode step is bound by how many bytes are in flight, not by arithmetic),
- * and sums its lanes in a fixed order, so results do not depend on timing. */
+/* Block = one output row: QG_WARPS_PER_ROW warps take its steps in turn (a
+ * long row, like ffn_down's, then has many loads in flight), and their
+ * partial sums are added in a fixed order, so results do not depend on
+ * timing. (Measured on the H200 against one warp per row, and against a warp
+ * sharing its x loads over 2-4 rows: this was the fastest of the three for
+ * Q4_K, Q8_0 and BF16 alike.) */
 template <int TYPE, int NB>
 __global__ void qg_matmul_kernel(qwen_gpu_matrix m, const float *__restrict__ x, uint32_t n, float *__restrict__ y,
                                  int accumulate)
 {
-    const int lane = threadIdx.x % GUFO_GPU_WARP_SIZE;
-    const uint32_t r = blockIdx.x * (blockDim.x / GUFO_GPU_WARP_SIZE) + threadIdx.x / GUFO_GPU_WARP_SIZE;
-    if (r >= m.rows) return;
+    __shared__ float partial[QG_WARPS_PER_ROW * (GUFO_GPU_WARP_SIZE / 32)][NB];
+    const int lane = threadIdx.x % GUFO_GPU_WARP_SIZE, warp = threadIdx.x / GUFO_GPU_WARP_SIZE;
+    const uint32_t r = blockIdx.x;
     const uint32_t v0 = blockIdx.y * NB;
     const uint32_t nv = n - v0 < (uint32_t)NB ? n - v0 : (uint32_t)NB;
     const uint8_t *row = static_cast<const uint8_t *>(m.data) + (size_t)r * m.row_bytes;
@@ -131,17 +134,22 @@ __global__ void qg_matmul_kernel(qwen_gpu_matrix m, const float *__restrict__ x,
     for (int v = 0; v < NB; v++) acc[v] = 0.0f;
     /* 32 lanes per step; HIP's 64-wide wavefronts take two steps per pass. */
     const int sub_lane = lane % 32;
-    const uint32_t first = (uint32_t)(lane / 32), stride = (uint32_t)(GUFO_GPU_WARP_SIZE / 32);
-#pragma unroll 4
-    for (uint32_t t = first; t < steps; t += stride) qg_accumulate<TYPE, NB>(row, m.cols, t, sub_lane, xs, nv, acc);
+    const uint32_t slot = (uint32_t)(warp * (GUFO_GPU_WARP_SIZE / 32) + lane / 32);
+    const uint32_t slots = (uint32_t)(QG_WARPS_PER_ROW * (GUFO_GPU_WARP_SIZE / 32));
+#pragma unroll 2
+    for (uint32_t t = slot; t < steps; t += slots) qg_accumulate<TYPE, NB>(row, m.cols, t, sub_lane, xs, nv, acc);
 #pragma unroll
     for (int v = 0; v < NB; v++) {
-        if ((uint32_t)v >= nv) continue;
-        const float total = gufo_gpu_warp_sum(acc[v]);
-        if (lane == 0) {
-            float *out = y + (size_t)(v0 + v) * m.rows + r;
-            *out = accumulate ? *out + total : total;
-        }
+        float total = acc[v];
+        for (int mask = 16; mask > 0; mask >>= 1) total += gufo_gpu_shfl_xor(total, mask);
+        if (sub_lane == 0) partial[slot][v] = total;
+    }
+    __syncthreads();
+    if (threadIdx.x < nv) {
+        float total = 0.0f;
+        for (uint32_t s2 = 0; s2 < slots; s2++) total += partial[s2][threadIdx.x];
+        float *out = y + (size_t)(v0 + threadIdx.x) * m.rows + r;
+        *out = accumulate ? *out + total : total;
     }
 }
 
@@ -168,8 +176,8 @@ template <int TYPE, int NB>
 static void launch_matmul(const qwen_gpu_matrix *m, const float *x, uint32_t n, float *y, int accumulate,
                           gufo_gpu_stream stream)
 {
-    dim3 grid((m->rows + QG_ROWS_PER_BLOCK - 1) / QG_ROWS_PER_BLOCK, (n + NB - 1) / NB);
-    qg_matmul_kernel<TYPE, NB><<<grid, QG_ROWS_PER_BLOCK * GUFO_GPU_WARP_SIZE, 0, stream>>>(*m, x, n, y, accumulate);
+    dim3 grid(m->rows, (n + NB - 1) / NB);
+    qg_matmul_kernel<TYPE, NB><<<grid, QG_WARPS_PER_ROW * GUFO_GPU_WARP_SIZE, 0, stream>>>(*m, x, n, y, accumulate);
 }
 
 /* Few vectors (decode of a small batch) get a kernel sized to them, so no
