@@ -73,8 +73,6 @@ int qwen_gpu_sync(void *stream);
 int qwen_gpu_to_device(void *dst, const void *src, size_t bytes, void *stream);
 int qwen_gpu_to_host(void *dst, const void *src, size_t bytes, void *stream);
 int qwen_gpu_device_copy(void *dst, const void *src, size_t bytes, void *stream);
-/** Sets `bytes` of device memory to zero. */
-int qwen_gpu_zero(void *dst, size_t bytes, void *stream);
 /**
  * Loads every kernel now (the runtime may load them lazily, at first launch),
  * so that the first decode step's graph capture never has to. 0 on success.
@@ -82,7 +80,7 @@ int qwen_gpu_zero(void *dst, size_t bytes, void *stream);
 int qwen_gpu_preload(void);
 /** The last error of this thread's GPU calls as text ("" when none), and clears it. */
 const char *qwen_gpu_last_error(void);
-/** "cuda sm_90" or "hip gfx90a": what these kernels were compiled as. */
+/** "cuda" or "hip": the runtime these kernels were compiled for. */
 const char *qwen_gpu_compiled_for(void);
 
 /* ---- kernels ------------------------------------------------------------------ */

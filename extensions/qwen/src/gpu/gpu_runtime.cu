@@ -13,12 +13,10 @@
 #if defined(GUFO_GPU_HIP)
 #  define qg_stream_create(s) hipStreamCreate(s)
 #  define qg_stream_destroy hipStreamDestroy
-#  define qg_memset_async hipMemsetAsync
 #  define qg_error_name hipGetErrorName
 #else
 #  define qg_stream_create(s) cudaStreamCreate(s)
 #  define qg_stream_destroy cudaStreamDestroy
-#  define qg_memset_async cudaMemsetAsync
 #  define qg_error_name cudaGetErrorName
 #endif
 
@@ -103,13 +101,6 @@ extern "C" int qwen_gpu_to_host(void *dst, const void *src, size_t bytes, void *
 extern "C" int qwen_gpu_device_copy(void *dst, const void *src, size_t bytes, void *stream)
 {
     return copy(dst, src, bytes, 2, stream, "a device-to-device copy");
-}
-
-extern "C" int qwen_gpu_zero(void *dst, size_t bytes, void *stream)
-{
-    if (bytes == 0) return 0;
-    gufo_gpu_error e = qg_memset_async(dst, 0, bytes, (gufo_gpu_stream)stream);
-    return e == GUFO_GPU_SUCCESS ? 0 : failed(e, "clearing device memory");
 }
 
 extern "C" int qwen_gpu_preload(void)
