@@ -565,8 +565,9 @@ def fmt(x, digits=1):
 def cell(entry, key="tok_s"):
     if not entry:
         return "not run"
-    if "error" in entry:
-        return entry["error"]
+    if "error" in entry:  # a table cell: no pipes, no line breaks, not a page long
+        text = " ".join(str(entry["error"]).replace("|", "/").split())
+        return text if len(text) <= 160 else text[:157] + "…"
     return fmt(entry.get(key))
 
 
