@@ -40,6 +40,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -303,7 +304,7 @@ def llama_bench_commands(args, model, tests, reps, warmup=True):
 
 def gufo_bench_commands(args, model, tests, reps, warmup=True):
     """gufo bench takes one -p and one -n per run, and a list of depths."""
-    common = [args.gufo, "bench", "--model", model, "-r", str(reps), "--json"]
+    common = [args.gufo, "bench", "--model", model, "-r", str(reps), "--json", "--verbose"]
     if args.threads:
         common += ["--threads", str(args.threads)]
     cmds = []
@@ -342,6 +343,12 @@ def run_bench_group(args, engine, model, tests, reps, results, budget, log, warm
             continue
         timeout = min(args.timeout_s, budget.left())
         rc, out, err, seconds, memory = run_command(cmd, timeout, log)
+        if rc == 0 and engine == "gufo" and memory is not None:
+            # gufo bench --verbose reports its own peaks ("memory: host peak X MiB, device peak Y MiB").
+            found = re.search(r"memory: host peak ([0-9.]+) MiB, device peak ([0-9.]+) MiB", err)
+            if found:
+                memory = dict(memory, gufo_host_peak_mib=float(found.group(1)),
+                              gufo_device_peak_mib=float(found.group(2)))
         if rc == 0:
             try:
                 record_bench_rows(parse_json_array(out), engine, results, memory, seconds)
@@ -640,12 +647,19 @@ def render_markdown(report):
         roof = res.get("roofline", [])
         if roof:
             lines.append("")
-            lines.append("| batch-1 decode | bytes / token | roofline tok/s | llama.cpp | gufo | target |")
+            kv = report.get("kv_bytes", {})
+            lines.append("| batch-1 decode | GB / token (llama.cpp / gufo) | roofline tok/s (llama.cpp / gufo) | "
+                         "llama.cpp of its roofline | gufo of its roofline | target |")
             lines.append("|---|---|---|---|---|---|")
             for r in roof:
-                lines.append("| %s | %.2f GB | %s | %s | %s | ≥ %d%% |" % (
-                    r["test"], r["bytes_per_token"] / 1e9, fmt(r.get("roofline_tok_s")),
-                    pct(r.get("llama.cpp")), pct(r.get("gufo")), TARGET_ROOFLINE * 100))
+                b, c, f = r["bytes_per_token"], r["roofline_tok_s"], r["fraction"]
+                lines.append("| %s | %.2f / %.2f | %s / %s | %s | %s | ≥ %d%% |" % (
+                    r["test"], b["llama.cpp"] / 1e9, b["gufo"] / 1e9, fmt(c["llama.cpp"]), fmt(c["gufo"]),
+                    pct(f["llama.cpp"]), pct(f["gufo"]), TARGET_ROOFLINE * 100))
+            lines.append("")
+            lines.append("Bytes per token: every weight once, one embedding row, and the cached keys/values at "
+                         "%s bytes per element for llama.cpp and %s for gufo (`--kv-bytes`, `--gufo-kv-bytes`)." % (
+                             kv.get("llama.cpp", "?"), kv.get("gufo", "?")))
         batched = res.get("batched")
         if batched:
             lines.append("")
@@ -690,11 +704,15 @@ def summarize(report):
             if not name.startswith("tg"):
                 continue
             depth = int(name.partition("@d")[2])
-            b = gguf_info.bytes_per_decoded_token(info, depth)
-            row = {"test": name, "bytes_per_token": b, "roofline_tok_s": bw * 1e9 / b if bw else None}
+            row = {"test": name, "bytes_per_token": {}, "roofline_tok_s": {}, "fraction": {}}
             for engine in ("llama.cpp", "gufo"):
+                # Each engine's own K/V element size: the bytes it really moves.
+                kv_bytes = report.get("kv_bytes", {}).get(engine, info["kv_bytes_per_element"])
+                b = gguf_info.bytes_per_decoded_token(info, depth, kv_bytes)
+                ceiling = bw * 1e9 / b if bw else None
                 v = (e.get(engine) or {}).get("tok_s")
-                row[engine] = v / row["roofline_tok_s"] if v and row["roofline_tok_s"] else None
+                row["bytes_per_token"][engine], row["roofline_tok_s"][engine] = b, ceiling
+                row["fraction"][engine] = v / ceiling if v and ceiling else None
             roof.append(row)
         res["roofline"] = sorted(roof, key=lambda r: sort_key(r["test"]))
         mem = {}
@@ -705,6 +723,10 @@ def summarize(report):
                     mem["what"] = m["what"]
                     key = "%s %s" % (engine, "serve" if name.startswith("streams") else "bench")
                     mem[key] = max(mem.get(key, 0), m["peak_mib"])
+                    for own, label in (("gufo_device_peak_mib", "gufo bench's own report: device"),
+                                       ("gufo_host_peak_mib", "gufo bench's own report: host")):
+                        if m.get(own) is not None:
+                            mem[label] = max(mem.get(label, 0), m[own])
         res["memory"] = mem
 
 
@@ -726,7 +748,8 @@ def compare(args):
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "logs.txt"))
     budget = Budget(args.budget_s)
-    report = {"command": " ".join(sys.argv), "types": args.types, "results": {}}
+    report = {"command": " ".join(sys.argv), "types": args.types, "results": {},
+              "kv_bytes": {"llama.cpp": args.kv_bytes, "gufo": args.gufo_kv_bytes}}
     if args.resume and os.path.exists(args.resume):
         with open(args.resume) as f:
             old = json.load(f)
@@ -863,8 +886,12 @@ def self_test(args):
     check("| tg128@d0 | 100.0 | 250.0 | 2.50× | ≥ 2.0× | yes |" in md, "decode row")
     check("| 8 streams aggregate | 700.0 | 1000.0 | 1.43× | ≥ 2.0× | **no** |" in md, "streams row")
     check("failed (rc 1): boom" in md, "error shown")
+    report["kv_bytes"] = {"llama.cpp": 2, "gufo": 4}
+    summarize(report)
     roof = report["results"]["q4_k_m"]["roofline"][0]
-    check(abs(roof["roofline_tok_s"] - 100e9 / (info["tensor_bytes"] + 1024)) < 1e-6, "roofline")
+    check(abs(roof["roofline_tok_s"]["llama.cpp"] - 100e9 / (info["tensor_bytes"] + 1024)) < 1e-6, "roofline")
+    check(roof["bytes_per_token"]["gufo"] == info["tensor_bytes"] + 2048, "gufo bytes per token, float32 K/V")
+    check(abs(roof["fraction"]["gufo"] - 250.0 / (100e9 / (info["tensor_bytes"] + 2048))) < 1e-9, "gufo fraction")
     if failures:
         print("self-test: %d failures" % len(failures), file=sys.stderr)
         return 1
@@ -923,7 +950,10 @@ def main():
     p.add_argument("--serve-warmup", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--threads", type=int, default=0, help="CPU threads for both engines (0: their default)")
     p.add_argument("--ngl", type=int, default=99, help="llama.cpp layers on the GPU")
-    p.add_argument("--kv-bytes", type=int, default=2, help="bytes per cached key/value element (F16: 2)")
+    p.add_argument("--kv-bytes", type=int, default=2,
+                   help="bytes per cached key/value element in llama.cpp (its default F16 cache: 2)")
+    p.add_argument("--gufo-kv-bytes", type=int, default=4,
+                   help="bytes per cached key/value element in gufo (qwen-gpu keeps float32 K/V: 4)")
     p.add_argument("--timeout-s", type=float, default=240, help="most seconds for one command")
     p.add_argument("--budget-s", type=float, default=480, help="most seconds for the whole comparison")
     p.add_argument("--min-run-s", type=float, default=15, help="do not start a run with less budget left")

@@ -124,9 +124,13 @@ def summary(path, kv_bytes_per_element=2):
     }
 
 
-def bytes_per_decoded_token(info, depth):
-    """Bytes a batch-1 decode step at `depth` cached positions reads: weights + keys/values."""
-    return info["weight_bytes_per_token"] + info["kv_bytes_per_position"] * (depth + 1)
+def bytes_per_decoded_token(info, depth, kv_bytes_per_element=None):
+    """Bytes a batch-1 decode step at `depth` cached positions reads: weights + keys/values
+    (K/V elements of kv_bytes_per_element bytes; default: what summary() was given)."""
+    per_position = info["kv_bytes_per_position"]
+    if kv_bytes_per_element:
+        per_position = per_position // info["kv_bytes_per_element"] * kv_bytes_per_element
+    return info["weight_bytes_per_token"] + per_position * (depth + 1)
 
 
 if __name__ == "__main__":
