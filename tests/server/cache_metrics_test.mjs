@@ -268,7 +268,7 @@ function closedAfter(server, send, limitMs) {
 }
 
 async function groupIdle() {
-  const server = await startServer(['--idle-timeout', '1', '--sessions', '1', '--threads', '1']);
+  const server = await startServer(['--idle-timeout', '1', '--sessions', '1', '--threads', '1', '--queue', '256']);
   try {
     // Silent, half a request line, headers without their end: each is closed after about a second.
     for (const send of ['', 'POST /v1/chat/completions HTTP/1.1\r\n', 'GET /health HTTP/1.1\r\nHost: x\r\n']) {
@@ -276,15 +276,21 @@ async function groupIdle() {
       assert.ok(ms !== null, `an idle connection (sent ${JSON.stringify(send)}) was not closed within 8 s`);
       assert.ok(ms >= 700, `closed after ${ms} ms, before the idle timeout`);
     }
-    // Work that takes longer than the idle timeout is not cut: one session,
-    // a queue of requests that together run for seconds, streaming and not.
+    // Work that takes longer than the idle timeout is not cut: one session and
+    // a line of requests (streaming and not) long enough, on this build, that
+    // the last ones wait for seconds before their answer starts.
     const long = { model: MODEL_ID, messages: [{ role: 'user', content: 'Keep going.' }], max_tokens: 200,
       temperature: 1, seed: 5, top_k: 0, top_p: 1, min_p: 0 };
     const openai = client(server);
+    let single = Date.now();
+    assert.equal((await post(server, '/v1/chat/completions', long)).status, 200);
+    single = Math.max(1, Date.now() - single);
+    const count = Math.min(200, Math.max(32, Math.ceil(3000 / single)));
+    const streams = Math.ceil(count / 4);
     const t0 = Date.now();
     const all = await Promise.all([
-      ...Array.from({ length: 24 }, () => post(server, '/v1/chat/completions', long)),
-      ...Array.from({ length: 8 }, () => streamText(openai, long)),
+      ...Array.from({ length: count - streams }, () => post(server, '/v1/chat/completions', long)),
+      ...Array.from({ length: streams }, () => streamText(openai, long)),
     ]);
     const took = Date.now() - t0;
     assert.ok(took > 1500, `the queue drained in ${took} ms: too fast to show that work outlasting the idle timeout is kept`);
@@ -292,7 +298,7 @@ async function groupIdle() {
       if ('status' in r) assert.equal(r.status, 200, r.text);
       else assert.ok(['length', 'stop'].includes(r.finish));
     }
-    console.log(`idle: 32 requests over ${took} ms all answered with --idle-timeout 1`);
+    console.log(`idle: ${count} requests (one alone: ${single} ms) over ${took} ms all answered with --idle-timeout 1`);
     // An idle keep-alive connection after a request is closed too: the server keeps no thread for it.
     const health = await closedAfter(server, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', 8000);
     assert.ok(health !== null && health >= 700, `keep-alive connection after a request: ${health}`);
