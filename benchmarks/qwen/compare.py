@@ -199,6 +199,22 @@ def gufo_gpu_provider(gufo, log):
     return None, reason
 
 
+def gufo_serving_provider(args, model, budget, log):
+    """(provider id, why) that gufo picks for `model`: one decode step, with the selection on stderr."""
+    rc, out, err, _, _ = run_command([args.gufo, "bench", "--model", model, "-p", "0", "-n", "1", "-r", "1",
+                                      "--json", "--verbose"], min(180, budget.left()), log)
+    if rc != 0:
+        return None, "gufo bench failed (rc %s): %s" % (rc, (tail(err, 300).strip().splitlines() or [""])[-1])
+    try:
+        serving = parse_json_array(out)[0].get("provider")
+    except (ValueError, IndexError, AttributeError) as e:
+        return None, "unreadable gufo bench output: %s" % e
+    # --verbose lists each candidate as "  - ID (extension X): accepted" or ": <why it declined>".
+    declined = [line.strip().lstrip("- ") for line in err.splitlines()
+                if line.startswith("  - ") and not line.rstrip().endswith(": accepted")]
+    return serving, "; ".join(declined) or "see logs.txt"
+
+
 def machine_facts(args):
     facts = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
              "host": socket.gethostname(), "cpus": os.cpu_count()}
@@ -609,9 +625,9 @@ def render_markdown(report):
             lines.append(res.get("error", "not run"))
             lines.append("")
             continue
-        lines.append("`%s`: %.2f GB of tensors, %d layers, hidden %d, %d/%d heads" % (
+        lines.append("`%s`: %.2f GB of tensors, %d layers, hidden %d, %d/%d heads; gufo serves it with %s" % (
             os.path.basename(info["file"]), info["tensor_bytes"] / 1e9, info["layers"], info["hidden"],
-            info["heads"], info["kv_heads"]))
+            info["heads"], info["kv_heads"], res.get("gufo_serving_provider") or "—"))
         lines.append("")
         lines.append("| test | llama.cpp tok/s | gufo tok/s | gufo / llama.cpp | target | met |")
         lines.append("|---|---|---|---|---|---|")
@@ -789,10 +805,21 @@ def compare(args):
             continue
         res["model"] = gguf_info.summary(path, args.kv_bytes)
         tests = res.setdefault("tests", {})
+        # A built GPU provider can still decline a file or a machine (no usable GPU): then qwen-cpu
+        # would serve it, and hours of CPU runs would pass for gufo's numbers. One decode step says who serves.
+        type_gufo_reason = gufo_reason
+        if provider and budget.left() > args.min_run_s:
+            serving, why = gufo_serving_provider(args, path, budget, log)
+            res["gufo_serving_provider"] = serving
+            if serving is None:
+                type_gufo_reason = why
+            elif serving != provider and not args.gufo_cpu:
+                type_gufo_reason = "gufo chose %s for this file, not %s: %s" % (serving, provider, why)
         # An engine that cannot run says why in each of its cells (numbers from --resume stay).
         names = [test_name(*x) for g in (bench_groups(args) if "bench" in args.parts else []) for x in g[1]]
         names += ["streams%d" % n for n in (args.streams if "serve" in args.parts else [])]
-        for engine, reason in (("llama.cpp", llama_reason), ("gufo", gufo_reason)):
+        type_engines = [e for e in engines if e != "gufo" or not type_gufo_reason]
+        for engine, reason in (("llama.cpp", llama_reason), ("gufo", type_gufo_reason)):
             for name in names if reason else []:
                 entry = tests.setdefault(name, {}).get(engine)
                 if not entry or "error" in entry:
@@ -810,7 +837,7 @@ def compare(args):
                     (not res.get("batched") or "error" in res["batched"]) and \
                     os.access(os.path.join(args.llama_cpp, "llama-batched-bench"), os.X_OK):
                 run_batched(args, path, res, budget, log)
-            for engine in engines:
+            for engine in type_engines:
                 if part == "bench":
                     name, group_tests = group
                     todo = [x for x in group_tests if not tests.get(test_name(*x), {}).get(engine)
