@@ -306,10 +306,11 @@ def llama_bench_commands(args, model, tests, reps, warmup=True):
         common += ["-t", str(args.threads)]
     cmds = []
     pp = sorted({n for k, n, d in tests if k == "pp"})
-    pp_depths = sorted({d for k, n, d in tests if k == "pp"})
-    if pp:
-        cmds.append([exe] + common + ["-p", ",".join(map(str, pp)), "-n", "0", "-d",
-                                      ",".join(map(str, pp_depths))])
+    pp_depths = ",".join(map(str, sorted({d for k, n, d in tests if k == "pp"})))
+    # Short prefills share one command; each long one gets its own, so a timeout loses only itself.
+    short = [n for n in pp if n <= 4096]
+    for lengths in ([short] if short else []) + [[n] for n in pp if n > 4096]:
+        cmds.append([exe] + common + ["-p", ",".join(map(str, lengths)), "-n", "0", "-d", pp_depths])
     tg = sorted({n for k, n, d in tests if k == "tg"})
     tg_depths = sorted({d for k, n, d in tests if k == "tg"})
     if tg:
@@ -902,6 +903,9 @@ def self_test(args):
     check(command_tests(cmds[0], "llama.cpp") == {"pp512@d0", "pp4096@d0"}, "llama-bench pp command")
     check(command_tests(cmds[1], "llama.cpp") == {"tg128@d0"}, "llama-bench tg command")
     check(len(gufo_bench_commands(ns, "m.gguf", groups["short"], 3)) == 3, "gufo bench commands")
+    long_cmds = llama_bench_commands(ns, "m.gguf", groups["long"], 1, warmup=False)
+    check([command_tests(c, "llama.cpp") for c in long_cmds] == [{"pp32768@d0"}] and "--no-warmup" in long_cmds[0],
+          "one llama-bench command per long prefill, without warm-up")
     report = {"command": "test", "types": ["q4_k_m"], "machine": {"cpus": 2}, "bandwidth": {"copy_gbs": 100.0},
               "results": {"q4_k_m": {"model": info, "tests": {
                   "tg128@d0": {"llama.cpp": {"tok_s": 100.0}, "gufo": {"tok_s": 250.0}},
