@@ -28,6 +28,7 @@ struct srv_cache {
     atomic_uint_least64_t stat_misses;
     atomic_uint_least64_t stat_reused;
     atomic_uint_least64_t stat_evictions;
+    atomic_uint_least64_t stat_forks;
 };
 
 srv_cache *srv_cache_create(const gufo_text_generation_iface *tg, gufo_model *model, uint32_t capacity,
@@ -50,6 +51,7 @@ srv_cache *srv_cache_create(const gufo_text_generation_iface *tg, gufo_model *mo
     atomic_init(&c->stat_misses, 0);
     atomic_init(&c->stat_reused, 0);
     atomic_init(&c->stat_evictions, 0);
+    atomic_init(&c->stat_forks, 0);
     return c;
 }
 
@@ -92,6 +94,28 @@ bool srv_cache_evict_lru(srv_cache *c)
     return true;
 }
 
+/* Adds an entry whose tokens the cache takes over, evicting the least recently used when full. */
+static void add_entry(srv_cache *c, gufo_text_session *session, gufo_token *tokens, size_t n)
+{
+    if (c->n_entries == c->capacity)
+        srv_cache_evict_lru(c);
+    c->entries[c->n_entries++] = (cache_entry){.session = session, .tokens = tokens, .n_tokens = n,
+                                               .last_used = ++c->clock};
+    atomic_store(&c->stat_sessions, c->n_entries);
+    atomic_fetch_add(&c->stat_tokens, n);
+}
+
+void srv_cache_put_back(srv_cache *c, srv_cache_entry *entry)
+{
+    if (c->capacity == 0) {
+        c->tg->session_destroy(c->model, entry->session);
+        free(entry->tokens);
+    } else {
+        add_entry(c, entry->session, entry->tokens, entry->n_tokens);
+    }
+    *entry = (srv_cache_entry){0};
+}
+
 void srv_cache_put(srv_cache *c, gufo_text_session *session, const gufo_token *tokens, size_t n)
 {
     gufo_token *copy = n && c->capacity ? malloc(n * sizeof *copy) : NULL;
@@ -101,12 +125,7 @@ void srv_cache_put(srv_cache *c, gufo_text_session *session, const gufo_token *t
         return;
     }
     memcpy(copy, tokens, n * sizeof *copy);
-    if (c->n_entries == c->capacity)
-        srv_cache_evict_lru(c);
-    c->entries[c->n_entries++] = (cache_entry){.session = session, .tokens = copy, .n_tokens = n,
-                                               .last_used = ++c->clock};
-    atomic_store(&c->stat_sessions, c->n_entries);
-    atomic_fetch_add(&c->stat_tokens, n);
+    add_entry(c, session, copy, n);
 }
 
 static size_t common_prefix(const gufo_token *a, size_t na, const gufo_token *b, size_t nb)
@@ -117,10 +136,11 @@ static size_t common_prefix(const gufo_token *a, size_t na, const gufo_token *b,
     return i;
 }
 
-gufo_text_session *srv_cache_take(srv_cache *c, const gufo_token *prompt, size_t n_prompt, bool can_truncate,
-                                  size_t *keep)
+bool srv_cache_take(srv_cache *c, const gufo_token *prompt, size_t n_prompt, bool can_truncate,
+                    srv_cache_entry *out, size_t *keep)
 {
     *keep = 0;
+    *out = (srv_cache_entry){0};
     /* The last prompt token is always prefilled again: that step yields the next token. */
     size_t most = n_prompt ? n_prompt - 1 : 0;
     uint32_t best = UINT32_MAX;
@@ -137,23 +157,24 @@ gufo_text_session *srv_cache_take(srv_cache *c, const gufo_token *prompt, size_t
             best_keep = k;
         }
     }
-    if (best == UINT32_MAX) {
-        atomic_fetch_add(&c->stat_misses, 1);
-        return NULL;
-    }
+    if (best == UINT32_MAX)
+        return false;
     cache_entry e = remove_entry(c, best);
-    free(e.tokens);
-    atomic_fetch_add(&c->stat_hits, 1);
-    atomic_fetch_add(&c->stat_reused, best_keep);
+    *out = (srv_cache_entry){.session = e.session, .tokens = e.tokens, .n_tokens = e.n_tokens};
     *keep = best_keep;
-    return e.session;
+    return true;
 }
 
-void srv_cache_unhit(srv_cache *c, size_t keep)
+void srv_cache_count_lookup(srv_cache *c, size_t reused, bool forked)
 {
-    atomic_fetch_sub(&c->stat_hits, 1);
-    atomic_fetch_sub(&c->stat_reused, keep);
-    atomic_fetch_add(&c->stat_misses, 1);
+    if (reused == 0) {
+        atomic_fetch_add(&c->stat_misses, 1);
+        return;
+    }
+    atomic_fetch_add(&c->stat_hits, 1);
+    atomic_fetch_add(&c->stat_reused, reused);
+    if (forked)
+        atomic_fetch_add(&c->stat_forks, 1);
 }
 
 uint32_t srv_cache_count(const srv_cache *c)
@@ -173,4 +194,5 @@ void srv_cache_read_stats(const srv_cache *c, srv_cache_stats *out)
     out->misses = atomic_load(&c->stat_misses);
     out->reused_tokens = atomic_load(&c->stat_reused);
     out->evictions = atomic_load(&c->stat_evictions);
+    out->forks = atomic_load(&c->stat_forks);
 }

@@ -8,7 +8,8 @@
  * The cache is a small set of retained sessions, each with a copy of the token
  * history it holds, evicted least-recently-used. It is policy only: it never
  * calls a step, and the one provider call it makes is session_destroy() when
- * it evicts. Truncating a session it hands out is the scheduler's job.
+ * it evicts. Rewinding (or copying) a session it hands out is the scheduler's
+ * job.
  *
  * Which models' sessions are interchangeable (the provider's cache_identity)
  * does not matter here: one process serves one loaded model, so every
@@ -38,7 +39,15 @@ typedef struct srv_cache_stats {
     uint64_t misses;          /* requests that started from an empty session */
     uint64_t reused_tokens;   /* prompt tokens served from retained sessions instead of prefilled */
     uint64_t evictions;       /* retained sessions destroyed to make room (LRU, memory, session limit) */
+    uint64_t forks;           /* hits served from a copy, so the retained session kept its longer history */
 } srv_cache_stats;
+
+/** A retained session taken out of the cache, with the exact history it holds. */
+typedef struct srv_cache_entry {
+    gufo_text_session *session;
+    gufo_token *tokens;       /* malloc'd; owned with the entry */
+    size_t n_tokens;
+} srv_cache_entry;
 
 /**
  * Creates a cache of at most `capacity` retained sessions of `model` (0 = keep
@@ -60,19 +69,24 @@ void srv_cache_put(srv_cache *cache, gufo_text_session *session, const gufo_toke
 
 /**
  * Finds the retained session whose history shares the longest prefix with
- * `prompt`, removes it from the cache and returns it; `*keep` gets how many of
- * its tokens to keep: the common prefix, but never all of the prompt (the last
- * prompt token must be prefilled again so the step produces the next token).
- * The caller truncates the session to `*keep` (when it is longer) and
- * prefills the rest. Without `can_truncate` only a session whose whole history
- * is such a prefix qualifies. Returns NULL (a miss) when no session shares a
- * token. Counts the hit or miss and the reused tokens.
+ * `prompt` and takes it out of the cache into `*out` (the caller owns it now);
+ * `*keep` gets how many of its tokens are usable: the common prefix, but never
+ * all of the prompt (the last prompt token must be prefilled again so the step
+ * produces the next token). The caller rewinds the session (or a copy of it)
+ * to `*keep` and prefills the rest, then hands it back with
+ * srv_cache_put_back(), srv_cache_put() or destroys it. Without
+ * `can_truncate` only a session whose whole history is such a prefix
+ * qualifies. Returns false when no session shares a token. Counts nothing:
+ * see srv_cache_count_lookup().
  */
-gufo_text_session *srv_cache_take(srv_cache *cache, const gufo_token *prompt, size_t n_prompt, bool can_truncate,
-                                  size_t *keep);
+bool srv_cache_take(srv_cache *cache, const gufo_token *prompt, size_t n_prompt, bool can_truncate,
+                    srv_cache_entry *out, size_t *keep);
 
-/** Gives back a hit that could not be used (truncate failed): counts it as a miss again. */
-void srv_cache_unhit(srv_cache *cache, size_t keep);
+/** Returns a taken entry unchanged, as the most recently used (its tokens are taken over). */
+void srv_cache_put_back(srv_cache *cache, srv_cache_entry *entry);
+
+/** Counts a lookup's outcome: `reused` tokens served from the cache (0 = a miss), `forked` when from a copy. */
+void srv_cache_count_lookup(srv_cache *cache, size_t reused, bool forked);
 
 /** Destroys the least recently used retained session. Returns false when none is left. */
 bool srv_cache_evict_lru(srv_cache *cache);

@@ -307,6 +307,9 @@ static void render(const srv_metrics_source *src, out_text *o)
     scalar(o, "gufo_cache_reused_tokens_total", "counter",
            "Prompt tokens taken from retained sessions instead of prefilled (usage cached_tokens).",
            (double)st.cache.reused_tokens);
+    scalar(o, "gufo_cache_forks_total", "counter",
+           "Hits served from a copy of a retained session that holds a longer history, which stays retained.",
+           (double)st.cache.forks);
     scalar(o, "gufo_cache_evictions_total", "counter",
            "Retained sessions destroyed to make room (cache full, memory budget, session limit, shutdown).",
            (double)st.cache.evictions);

@@ -94,6 +94,7 @@ struct srv_sched {
     uint64_t iter_decode_ns;
     size_t iter_decode_items;
     bool can_truncate;         /* the provider's sessions rewind cheaply and exactly */
+    bool can_fork;             /* ... and can be copied (snapshot + restore) */
 };
 
 /* ---- jobs ----------------------------------------------------------------- */
@@ -535,44 +536,96 @@ static void active_remove(srv_sched *s, srv_job *job)
     }
 }
 
-/*
- * A session for a job that starts: a retained one that shares a prefix of its
- * prompt (rewound to that prefix), else a new one. When the provider is out of
- * memory or sessions, retained sessions are evicted, least recently used
- * first, and creation is tried again.
- */
-static gufo_status session_acquire(srv_sched *s, srv_job *job, gufo_error *err)
+/* A new, empty session; when the model is out of memory or sessions, retained ones are evicted (LRU first) until it fits. */
+static gufo_status session_create_evicting(srv_sched *s, gufo_text_session **out, gufo_error *err)
 {
-    size_t keep = 0;
-    gufo_text_session *session = srv_cache_take(s->cache, job->tokens, job->n_prompt, s->can_truncate, &keep);
-    if (session) {
-        uint32_t length = s->tg->session_length(s->config.model, session);
-        gufo_error ignored = {0};
-        bool usable = length >= keep &&
-                      (length == keep || s->tg->truncate(s->config.model, session, (uint32_t)keep, &ignored) == GUFO_OK) &&
-                      s->tg->session_length(s->config.model, session) == keep;
-        if (usable) {
-            job->session = session;
-            job->prefilled = keep;
-            pthread_mutex_lock(&job->mu);
-            job->n_cached = keep;
-            pthread_mutex_unlock(&job->mu);
-            return GUFO_OK;
-        }
-        /* The provider could not rewind it: start afresh rather than trust its state. */
-        s->tg->session_destroy(s->config.model, session);
-        srv_cache_unhit(s->cache, keep);
-    }
     gufo_session_params sp = {.struct_size = sizeof sp, .context_length = s->context_length};
     for (;;) {
-        gufo_status st = s->tg->session_create(s->config.model, &sp, &job->session, err);
+        *out = NULL;
+        gufo_status st = s->tg->session_create(s->config.model, &sp, out, err);
         if (st == GUFO_OK)
             return GUFO_OK;
-        job->session = NULL;
+        *out = NULL;
         if (!is_memory_status(st) || !srv_cache_evict_lru(s->cache))
             return st;
         memset(err, 0, sizeof *err);
     }
+}
+
+/* Rewinds `session` to `keep` tokens; false when the model cannot (its state is then not trusted). */
+static bool session_rewind(srv_sched *s, gufo_text_session *session, size_t keep)
+{
+    gufo_error ignored = {0};
+    uint32_t length = s->tg->session_length(s->config.model, session);
+    if (length != keep && (length < keep || s->tg->truncate(s->config.model, session, (uint32_t)keep, &ignored) != GUFO_OK))
+        return false;
+    return s->tg->session_length(s->config.model, session) == keep;
+}
+
+/*
+ * A copy of `source` rewound to `keep` tokens, through the model's snapshot and
+ * restore, so the retained session keeps its longer history for its own
+ * conversation (two conversations that share only a system prompt no longer
+ * take each other's history away). NULL when the model cannot copy sessions
+ * or memory ran out; the caller then rewinds the source itself.
+ */
+static gufo_text_session *session_fork(srv_sched *s, gufo_text_session *source, size_t keep)
+{
+    uint32_t length = s->tg->session_length(s->config.model, source);
+    uint32_t granularity = s->info.snapshot_granularity;
+    if (!s->can_fork || (granularity > 1 && length % granularity != 0))
+        return NULL;
+    gufo_error err = {0};
+    gufo_text_session *copy = NULL;
+    if (session_create_evicting(s, &copy, &err) != GUFO_OK)
+        return NULL;
+    gufo_text_snapshot *snapshot = NULL;
+    bool ok = s->tg->snapshot(s->config.model, source, &snapshot, &err) == GUFO_OK &&
+              s->tg->restore(s->config.model, copy, snapshot, &err) == GUFO_OK;
+    if (snapshot)
+        s->tg->snapshot_destroy(s->config.model, snapshot);
+    if (!ok || !session_rewind(s, copy, keep)) {
+        s->tg->session_destroy(s->config.model, copy);
+        return NULL;
+    }
+    return copy;
+}
+
+/*
+ * A session for a job that starts. The retained session sharing the longest
+ * prefix of its prompt is used: copied and rewound when it holds more than
+ * that prefix (it stays retained), else taken and rewound (also the fallback
+ * when the model cannot copy). Otherwise a new session.
+ */
+static gufo_status session_acquire(srv_sched *s, srv_job *job, gufo_error *err)
+{
+    size_t keep = 0;
+    srv_cache_entry entry;
+    gufo_text_session *session = NULL;
+    bool forked = false;
+    if (srv_cache_take(s->cache, job->tokens, job->n_prompt, s->can_truncate, &entry, &keep)) {
+        if (entry.n_tokens > keep && (session = session_fork(s, entry.session, keep)) != NULL) {
+            forked = true;
+            srv_cache_put_back(s->cache, &entry);
+        } else if (session_rewind(s, entry.session, keep)) {
+            session = entry.session;
+            free(entry.tokens);
+        } else {
+            /* The provider could not rewind it: start afresh rather than trust its state. */
+            s->tg->session_destroy(s->config.model, entry.session);
+            free(entry.tokens);
+        }
+    }
+    srv_cache_count_lookup(s->cache, session ? keep : 0, forked);
+    if (session) {
+        job->session = session;
+        job->prefilled = keep;
+        pthread_mutex_lock(&job->mu);
+        job->n_cached = keep;
+        pthread_mutex_unlock(&job->mu);
+        return GUFO_OK;
+    }
+    return session_create_evicting(s, &job->session, err);
 }
 
 /* Gives a newly admitted job its session and sampler. */
@@ -919,6 +972,10 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
     if (s->config.max_sessions == 0)
         s->config.max_sessions = 1;
     s->can_truncate = (s->info.cache_caps & GUFO_CACHE_TRUNCATE) && IFACE_HAS(tg, gufo_text_generation_iface, truncate);
+    s->can_fork = s->can_truncate && (s->info.cache_caps & GUFO_CACHE_SNAPSHOT) &&
+                  IFACE_HAS(tg, gufo_text_generation_iface, snapshot) &&
+                  IFACE_HAS(tg, gufo_text_generation_iface, restore) &&
+                  IFACE_HAS(tg, gufo_text_generation_iface, snapshot_destroy);
     s->cache = srv_cache_create(tg, config->model, config->cache_sessions, s->info.session_bytes_per_token);
     if (gufo_text_buffer_create(0, &s->piece) != GUFO_OK || !s->cache) {
         host_error("out of memory");

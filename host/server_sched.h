@@ -25,10 +25,12 @@
  * Conversation cache (server_cache.h): a job that ends without a failed step
  * leaves its session, with the exact token history it holds, in the cache
  * instead of destroying it. An admitted job first looks there for the session
- * sharing the longest prefix with its prompt, rewinds it to that prefix with
- * the provider's truncate() (only a session that needs no rewinding
- * qualifies when the model lacks GUFO_CACHE_TRUNCATE) and prefills only the
- * rest; srv_job_cached_tokens() then reports the reused tokens. Retained
+ * sharing the longest prefix with its prompt and prefills only the rest; a
+ * session holding more than that prefix is copied (snapshot + restore) and the
+ * copy rewound with truncate(), so the original stays for its conversation
+ * (without snapshots the original itself is rewound; without truncate only a
+ * session that needs no rewinding qualifies). srv_job_cached_tokens() then
+ * reports the reused tokens. Retained
  * sessions are evicted least recently used when the cache is full, when
  * session_create() or a prefill chunk fails for memory or for the session
  * limit (then tried again), and from the memory pool's pressure handler.

@@ -148,6 +148,8 @@ async function groupCache() {
   assert.ok(m('cache', 'gufo_cache_misses_total') <= TURNS.length + 1, results.cache.metrics.text);
   assert.ok(m('cache', 'gufo_cache_hits_total') >= n - TURNS.length - 1, results.cache.metrics.text);
   assert.ok(m('cache', 'gufo_cache_reused_tokens_total') > 0);
+  // The second chat shares only the system prompt with the first: it gets a copy, the first keeps its history.
+  assert.ok(m('cache', 'gufo_cache_forks_total') > 0, results.cache.metrics.text);
   assert.equal(m('cache', 'gufo_cache_hits_total') + m('cache', 'gufo_cache_misses_total'), n);
   // With room for one, the two conversations evict each other's detailed
   // history; a hit can still reuse the shared system prompt.
@@ -168,6 +170,51 @@ async function groupCache() {
   }
   console.log(`cache: ${n} turns, hits ${m('cache', 'gufo_cache_hits_total')}, reused tokens ` +
     `${m('cache', 'gufo_cache_reused_tokens_total')} of ${results.cache.reduce((a, r) => a + r.usage.prompt_tokens, 0)} prompt tokens`);
+}
+
+// Under --memory-budget the retained sessions give way: a budget with room for
+// the model and about three sessions, a cache allowed eight, and eight
+// different conversations in a row. Every request must succeed (the memory
+// pool's pressure handler evicts retained sessions before refusing), the
+// model's memory must stay within the budget, and reuse must still work.
+async function groupPressure() {
+  const ask = (server, i) => post(server, '/v1/chat/completions', { max_tokens: 8, temperature: 0,
+    messages: [{ role: 'user', content: `Conversation number ${i}: tell me about topic ${i * 7}.` }] });
+  const used = async (server) => metricValue(await scrapeMetrics(server), 'gufo_model_memory_used_bytes', { kind: 'host' });
+  const probe = await startServer(['--sessions', '1', '--cache-sessions', '8']);
+  let fixed;
+  let perSession;
+  try {
+    assert.equal((await ask(probe, 0)).status, 200);
+    const one = await used(probe);
+    assert.equal((await ask(probe, 1)).status, 200);
+    perSession = (await used(probe)) - one;
+    fixed = one - perSession;
+  } finally {
+    await stopClean(probe);
+  }
+  assert.ok(perSession > 0, 'a retained session holds memory');
+  const budget = Math.floor(fixed + 3.5 * perSession);
+  const server = await startServer(['--sessions', '1', '--cache-sessions', '8', '--memory-budget', `host=${budget}`]);
+  try {
+    for (let i = 0; i < 8; i++) {
+      const r = await ask(server, i);
+      assert.equal(r.status, 200, `conversation ${i} under a budget of ${budget} bytes: ${r.text}`);
+    }
+    const m = await scrapeMetrics(server);
+    assert.ok(metricValue(m, 'gufo_cache_evictions_total') >= 4, m.text);
+    assert.ok(metricValue(m, 'gufo_cache_sessions') <= 3, m.text);
+    assert.ok(metricValue(m, 'gufo_model_memory_peak_bytes', { kind: 'host' }) <= budget, m.text);
+    assert.equal(metricValue(m, 'gufo_model_memory_limit_bytes', { kind: 'host' }), budget);
+    // The most recent conversation is still retained: asking it again reuses it.
+    const hits = metricValue(m, 'gufo_cache_hits_total');
+    assert.equal((await ask(server, 7)).status, 200);
+    assert.equal(metricValue(await scrapeMetrics(server), 'gufo_cache_hits_total'), hits + 1);
+    console.log(`pressure: budget ${budget} bytes (model ${fixed}, one session ${perSession}); ` +
+      `${metricValue(m, 'gufo_cache_evictions_total')} evictions, ${metricValue(m, 'gufo_cache_sessions')} retained`);
+  } finally {
+    await stopClean(server);
+  }
 }
 
 // ---- GET /metrics --------------------------------------------------------------
@@ -307,5 +354,5 @@ async function groupIdle() {
   }
 }
 
-await runGroups('cache_metrics_test.mjs', { deadline: groupDeadline, cache: groupCache, metrics: groupMetrics,
-  idle: groupIdle });
+await runGroups('cache_metrics_test.mjs', { deadline: groupDeadline, cache: groupCache, pressure: groupPressure,
+  metrics: groupMetrics, idle: groupIdle });
