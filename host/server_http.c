@@ -32,7 +32,6 @@ struct srv_http_request {
     size_t body_len, body_cap;
     bool oversize;
     bool answered;
-    unsigned status;          /* what was queued, for /metrics */
     struct timespec arrived;
 };
 
@@ -80,6 +79,13 @@ cJSON *srv_http_error_json(unsigned status, const char *code, const char *param,
     return root;
 }
 
+/* Unknown paths share one label, so a scanner cannot grow the metrics without bound. */
+static void mark_answered(srv_http_request *req, unsigned status)
+{
+    req->answered = true;
+    srv_metrics_request_answered(req->http->config.metrics, req->route ? req->route->path : "other", status);
+}
+
 static void queue_text(srv_http_request *req, unsigned status, const char *content_type, char *text, size_t len)
 {
     /* MHD frees `text` with free() once sent (MHD_RESPMEM_MUST_FREE). */
@@ -93,8 +99,7 @@ static void queue_text(srv_http_request *req, unsigned status, const char *conte
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
     MHD_queue_response(req->connection, status, resp);
     MHD_destroy_response(resp);
-    req->answered = true;
-    req->status = status;
+    mark_answered(req, status);
 }
 
 void srv_http_respond_text(srv_http_request *req, unsigned status, const char *content_type, char *text, size_t len)
@@ -225,8 +230,7 @@ void srv_http_respond_stream(srv_http_request *req, srv_stream_fill fill, void (
     /* From here on `done` runs when MHD destroys the response (stream_free). */
     MHD_queue_response(req->connection, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
-    req->answered = true;
-    req->status = MHD_HTTP_OK;
+    mark_answered(req, MHD_HTTP_OK);
 }
 
 /* ---- authentication ------------------------------------------------------- */
@@ -373,8 +377,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double seconds = (double)(now.tv_sec - req->arrived.tv_sec) + (double)(now.tv_nsec - req->arrived.tv_nsec) / 1e9;
-    /* Unknown paths share one label, so a scanner cannot grow the metrics without bound. */
-    srv_metrics_request_done(http->config.metrics, req->route ? req->route->path : "other", req->status, seconds);
+    srv_metrics_request_done(http->config.metrics, seconds);
     /* Answered: an idle keep-alive connection must not hold its thread forever. */
     if (http->config.idle_timeout_s)
         MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, http->config.idle_timeout_s);

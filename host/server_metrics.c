@@ -106,13 +106,21 @@ void srv_metrics_request_started(srv_metrics *m)
         atomic_fetch_add(&m->in_flight, 1);
 }
 
-void srv_metrics_request_done(srv_metrics *m, const char *endpoint, unsigned status, double seconds)
+void srv_metrics_request_done(srv_metrics *m, double seconds)
 {
     if (!m)
         return;
     atomic_fetch_sub(&m->in_flight, 1);
     pthread_mutex_lock(&m->mu);
     histogram_add(&m->request_seconds, seconds);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_metrics_request_answered(srv_metrics *m, const char *endpoint, unsigned status)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
     size_t i = 0;
     while (i < m->n_requests && !(m->requests[i].status == status && strcmp(m->requests[i].endpoint, endpoint) == 0))
         i++;

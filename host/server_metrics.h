@@ -36,11 +36,14 @@ void srv_metrics_destroy(srv_metrics *metrics);
 void srv_metrics_request_started(srv_metrics *metrics);
 
 /**
- * An HTTP request ended: `endpoint` is the route's path (static storage) or
- * "other" for unknown paths, `status` the status sent (0 = none was sent),
- * `seconds` from its first byte to its last (for a stream: the whole stream).
+ * An HTTP request got its answer queued: `endpoint` is the route's path
+ * (static storage) or "other" for unknown paths. Counted when queued, before
+ * the client can read it, so a client that then scrapes sees it.
  */
-void srv_metrics_request_done(srv_metrics *metrics, const char *endpoint, unsigned status, double seconds);
+void srv_metrics_request_answered(srv_metrics *metrics, const char *endpoint, unsigned status);
+
+/** An HTTP request ended, `seconds` from its first byte to its last (for a stream: the whole stream). */
+void srv_metrics_request_done(srv_metrics *metrics, double seconds);
 
 /** A job got its session: its prompt length. */
 void srv_metrics_job_started(srv_metrics *metrics, uint64_t prompt_tokens);

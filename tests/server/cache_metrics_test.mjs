@@ -265,7 +265,14 @@ async function groupMetrics() {
     assert.equal(bad.status, 400);
     assert.equal((await fetch(`${server.base}/no-such-path`, { headers: auth })).status, 404);
 
-    const after = await scrapeMetrics(server, auth);
+    // A request's duration is recorded once its connection is done with it,
+    // which may be just after the client read the answer: wait for that.
+    let after;
+    for (let tries = 0; ; tries++) {
+      after = await scrapeMetrics(server, auth);
+      if (metricValue(after, 'gufo_http_requests_in_flight') === 1 || tries === 50) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     assertWellFormed(after);
     const delta = (name, labels) => metricValue(after, name, labels) - metricValue(before, name, labels);
     assert.equal(delta('gufo_http_requests_total', { endpoint: '/v1/chat/completions', code: '200' }), 4, after.text);
