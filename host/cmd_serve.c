@@ -74,10 +74,11 @@ static const cli_command_spec serve_cli = {
     .usage = "gufo serve [llm] --model FILE [--host ADDR] [--port N] [--api-key KEY] [options]",
     .summary = "Serve a model over an OpenAI-compatible HTTP API.",
     .description =
-        "Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions (streaming and not, tools), "
-        "POST /v1/completions. Point an OpenAI client at http://HOST:PORT/v1. Requests share the model through "
-        "continuous batching; a client that disconnects cancels its request. Ctrl-C or SIGTERM stop the server. "
-        "See docs/serving.md.",
+        "Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, /v1/completions, /v1/responses "
+        "(OpenAI) and /v1/messages (Anthropic), streaming and not, with tools; GET /metrics (Prometheus). Point a "
+        "client at http://HOST:PORT/v1. Requests share the model through continuous batching; finished "
+        "conversations are kept so the next turn prefills only its new tokens; a client that disconnects cancels "
+        "its request. Ctrl-C or SIGTERM stop the server. See docs/serving.md.",
     .options = serve_options,
     .n_options = sizeof serve_options / sizeof serve_options[0],
     .manifest_command = GUFO_COMMAND_SERVE,
