@@ -175,4 +175,5 @@ async function groupSoak() {
   }
 }
 
-await runGroups('soak_test.mjs', { soak: groupSoak }, Math.max(240, SECONDS * 3 + 120));
+// Each round also waits for the streams in flight at its end, which take long under sanitizers.
+await runGroups('soak_test.mjs', { soak: groupSoak }, Math.max(300, SECONDS * 6 + 300));
