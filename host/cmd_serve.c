@@ -1,11 +1,14 @@
 /* host/cmd_serve.c — `gufo serve`: an OpenAI-compatible HTTP server for one model.
  *
- *   gufo serve [llm] --model FILE [--host 127.0.0.1] [--port 8080] [--api-key KEY] ...
+ *   gufo serve [llm|embeddings|decisions] --model FILE [--host 127.0.0.1] [--port 8080] [--api-key KEY] ...
  *
- * The model is chosen by the registry's probes, exactly as for `gufo prompt`;
- * nothing here knows which model runs. Start-up: select and load the model,
- * start the scheduler thread (the only caller of the model's steps), then the
- * HTTP daemon. SIGINT or SIGTERM shut down in the reverse order: stop taking
+ * The positional capability (default llm = text generation) picks which
+ * providers the registry's probes ask, exactly as for `gufo prompt`; nothing
+ * here knows which model runs. Start-up: select and load the model, start the
+ * scheduler thread for a text generation model (the only caller of its
+ * steps; embeddings and decisions handlers call their model under a lock of
+ * their own), then the HTTP daemon. Endpoints of other capabilities answer
+ * 501 (server_capabilities.c). SIGINT or SIGTERM shut down in the reverse order: stop taking
  * requests, cancel every job and return its session, stop the HTTP threads,
  * free the model.
  */
@@ -26,6 +29,7 @@
 #include "interrupt.h"
 #include "model_loader.h"
 #include "report.h"
+#include "server_capabilities.h"
 #include "server_http.h"
 #include "server_metrics.h"
 #include "server_openai.h"
@@ -71,11 +75,12 @@ static const cli_option serve_options[] = {
 
 static const cli_command_spec serve_cli = {
     .name = "serve",
-    .usage = "gufo serve [llm] --model FILE [--host ADDR] [--port N] [--api-key KEY] [options]",
+    .usage = "gufo serve [llm|embeddings|decisions] --model FILE [--host ADDR] [--port N] [--api-key KEY] [options]",
     .summary = "Serve a model over an OpenAI-compatible HTTP API.",
     .description =
         "Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, /v1/completions, /v1/responses "
-        "(OpenAI) and /v1/messages (Anthropic), streaming and not, with tools; GET /metrics (Prometheus). Point a "
+        "(OpenAI) and /v1/messages (Anthropic), streaming and not, with tools; GET /metrics (Prometheus). "
+        "`gufo serve embeddings` serves POST /v1/embeddings, `gufo serve decisions` POST /v1/decisions. Point a "
         "client at http://HOST:PORT/v1. Requests share the model through continuous batching; finished "
         "conversations are kept so the next turn prefills only its new tokens; a client that disconnects cancels "
         "its request. Ctrl-C or SIGTERM stop the server. See docs/serving.md.",
@@ -128,20 +133,27 @@ static char *default_model_name(const char *path)
     return name;
 }
 
-static int check_positional(const cli_args *args)
+/* The positional word picks the provider kind: none or "llm" is text generation; any other capability name
+ * is accepted when this server has an endpoint for it (server_capabilities.c). */
+static int parse_capability(const cli_args *args, gufo_capability *out)
 {
+    *out = GUFO_CAPABILITY_TEXT_GENERATION;
     if (args->n_positional == 0)
         return HOST_EXIT_OK;
-    gufo_capability cap;
     const char *word = args->positional[0];
-    bool is_llm = strcmp(word, "llm") == 0 ||
-                  (gufo_capability_from_name(word, &cap) == GUFO_OK && cap == GUFO_CAPABILITY_TEXT_GENERATION);
-    if (!is_llm) {
-        host_usage_error("serve", "'%s': only llm (text generation) can be served so far", word);
-        return HOST_EXIT_USAGE;
-    }
     if (args->n_positional > 1) {
         host_usage_error("serve", "unexpected argument '%s' (usage: %s)", args->positional[1], serve_cli.usage);
+        return HOST_EXIT_USAGE;
+    }
+    if (strcmp(word, "llm") == 0)
+        return HOST_EXIT_OK;
+    if (gufo_capability_from_name(word, out) != GUFO_OK) {
+        host_usage_error("serve", "'%s' is not a capability (llm, embeddings, decisions, ...)", word);
+        return HOST_EXIT_USAGE;
+    }
+    if (!srv_capability_served(*out)) {
+        host_usage_error("serve", "'%s': gufo serve has no endpoint for %s models yet (it serves llm, embeddings "
+                                  "and decisions)", word, gufo_capability_name(*out));
         return HOST_EXIT_USAGE;
     }
     return HOST_EXIT_OK;
@@ -149,7 +161,9 @@ static int check_positional(const cli_args *args)
 
 static int run_serve(const host_context *ctx, const cli_args *args)
 {
-    int rc = check_positional(args);
+    gufo_capability capability;
+    int rc = parse_capability(args, &capability);
+    bool generates_text = capability == GUFO_CAPABILITY_TEXT_GENERATION;
     if (rc != HOST_EXIT_OK)
         return rc;
     const char *model_path = cli_args_string(args, "model");
@@ -191,7 +205,7 @@ static int run_serve(const host_context *ctx, const cli_args *args)
     gufo_log_set_level(verbose ? GUFO_LOG_DEBUG : GUFO_LOG_WARN);
 
     host_model m;
-    rc = host_model_select(ctx->registry, GUFO_CAPABILITY_TEXT_GENERATION, model_path, verbose, &m);
+    rc = host_model_select(ctx->registry, capability, model_path, verbose, &m);
     if (rc != HOST_EXIT_OK) {
         host_model_close(&m);
         return rc;
@@ -219,9 +233,10 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         .n_threads = cli_args_value(args, "threads")->given ? (uint32_t)cli_args_int(args, "threads")
                                                             : (uint32_t)(cpus > 0 ? cpus : 1),
         .context_length = (uint32_t)cli_args_int(args, "context"),
-        /* Retained sessions stay live in the model, so its session limit covers them too. */
-        .max_sessions = sessions + cache_sessions,
-        .max_batch = sessions,
+        /* Retained sessions stay live in the model, so its session limit covers them too. Batch
+         * capabilities (embeddings, decisions) have no sessions: their provider picks its batch. */
+        .max_sessions = generates_text ? sessions + cache_sessions : 0,
+        .max_batch = generates_text ? sessions : 0,
         .host_budget = budget->set ? budget->v.budget.host : 0,
         .device_budget = budget->set ? budget->v.budget.device : 0,
     };
@@ -237,7 +252,8 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         host_error("out of memory");
         rc = HOST_EXIT_FAILURE;
     }
-    if (rc == HOST_EXIT_OK) {
+    /* Only text generation runs through the scheduler; the batch handlers call their model themselves. */
+    if (rc == HOST_EXIT_OK && generates_text) {
         srv_sched_config sc = {
             .provider = m.provider.provider,
             .model = m.model,
@@ -258,11 +274,11 @@ static int run_serve(const host_context *ctx, const cli_args *args)
     bool signals = false;
     if (rc == HOST_EXIT_OK) {
         app.provider = m.provider.provider;
-        app.tg = m.provider.provider->iface;
+        app.tg = generates_text ? m.provider.provider->iface : NULL;
         app.model = m.model;
         app.sched = sched;
         app.model_id = model_name;
-        app.context_length = srv_sched_context(sched);
+        app.context_length = sched ? srv_sched_context(sched) : 0;
         app.created = time(NULL);
         app.defaults = defaults;
         app.request_timeout_ms = request_timeout_ms;
@@ -312,9 +328,14 @@ static int run_serve(const host_context *ctx, const cli_args *args)
     }
     if (rc == HOST_EXIT_OK) {
         /* One line on stdout that scripts (and the tests) wait for. */
-        printf("gufo: serving %s (%s) on http://%s:%u/v1 — context %u, %u sessions%s\n", app.model_id,
-               m.provider.decl->id, cli_args_string(args, "host"), (unsigned)srv_http_port(http),
-               app.context_length, sessions, api_key ? ", API key required" : "");
+        if (generates_text)
+            printf("gufo: serving %s (%s) on http://%s:%u/v1 — context %u, %u sessions%s\n", app.model_id,
+                   m.provider.decl->id, cli_args_string(args, "host"), (unsigned)srv_http_port(http),
+                   app.context_length, sessions, api_key ? ", API key required" : "");
+        else
+            printf("gufo: serving %s (%s, %s) on http://%s:%u/v1%s\n", app.model_id, m.provider.decl->id,
+                   gufo_capability_name(capability), cli_args_string(args, "host"), (unsigned)srv_http_port(http),
+                   api_key ? " — API key required" : "");
         fflush(stdout);
         while (sem_wait(&shutdown_sem) != 0 && errno == EINTR) {
             /* interrupted by a signal before the post: wait again */

@@ -67,6 +67,14 @@ static const srv_http_handler route_fns[] = {route_0, route_1, route_2, route_3,
                                              route_6, route_7, route_8, route_9, route_10, route_11};
 _Static_assert(sizeof route_fns / sizeof route_fns[0] == N_ENDPOINTS, "one route function per endpoint");
 
+bool srv_capability_served(gufo_capability capability)
+{
+    for (size_t i = 0; i < N_ENDPOINTS; i++)
+        if (endpoints[i].capability == capability && endpoints[i].handler)
+            return true;
+    return false;
+}
+
 static srv_http_route routes[N_ENDPOINTS];
 
 const srv_http_route *srv_capability_routes(size_t *n_routes)

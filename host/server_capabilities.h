@@ -14,7 +14,12 @@
 #ifndef GUFO_HOST_SERVER_CAPABILITIES_H
 #define GUFO_HOST_SERVER_CAPABILITIES_H
 
+#include <gufo/ext/provider.h>
+
 #include "server_http.h"
+
+/** True when some endpoint serves models of `capability` (what `gufo serve CAPABILITY` accepts). */
+bool srv_capability_served(gufo_capability capability);
 
 /** The capability-routed endpoints, each guarded by the capability check. */
 const srv_http_route *srv_capability_routes(size_t *n_routes);

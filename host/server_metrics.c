@@ -285,8 +285,10 @@ static void render(const srv_metrics_source *src, out_text *o)
     write_histogram(o, "gufo_http_request_duration_seconds",
                     "From a request's arrival to its last byte sent (streams: the whole stream).", &request_seconds);
 
-    srv_sched_stats st;
-    srv_sched_read_stats(src->sched, &st);
+    /* No scheduler (an embeddings or decisions model): the generation families stay at zero. */
+    srv_sched_stats st = {0};
+    if (src->sched)
+        srv_sched_read_stats(src->sched, &st);
     scalar(o, "gufo_queued_requests", "gauge", "Generation requests waiting for a session.", st.queued);
     scalar(o, "gufo_active_sessions", "gauge", "Sessions generating for a request now.", st.active);
     scalar(o, "gufo_max_sessions", "gauge", "Sessions that may generate at once (--sessions).", st.max_sessions);

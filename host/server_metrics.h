@@ -69,7 +69,7 @@ void srv_metrics_decode_step(srv_metrics *metrics, uint64_t items, uint64_t prov
 /** What the /metrics route needs; its `context` in the route table. */
 typedef struct srv_metrics_source {
     srv_metrics *metrics;
-    srv_sched *sched;              /* queue, sessions, conversation cache */
+    srv_sched *sched;              /* queue, sessions, conversation cache (NULL: no text model, zeros) */
     const gufo_memory *memory;     /* the model's pool: budgeted bytes (may be NULL) */
 } srv_metrics_source;
 

@@ -606,7 +606,8 @@ static cJSON *model_json(const srv_app *app)
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", (double)app->created);
     cJSON_AddStringToObject(m, "owned_by", app->provider->id);
-    cJSON_AddNumberToObject(m, "context_length", app->context_length);
+    if (app->context_length) /* text generation only: batch models have no sessions */
+        cJSON_AddNumberToObject(m, "context_length", app->context_length);
     return m;
 }
 

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   MODEL, MODEL_ID, MESSAGES, clientDir, startServer, stopServer, client, post, assertErrorObject, runGroups,
+  scrapeMetrics, metricValue,
 } from './harness.mjs';
 
 const anthropicEntry = join(clientDir, 'node_modules', '@anthropic-ai', 'sdk', 'index.mjs');
@@ -583,8 +584,8 @@ async function groupAuth() {
 
 // `gufo serve embeddings --model langid.gguf` (the example extension's embeddings provider):
 // the official client's embeddings.create (base64 by default) and floats agree with each
-// other and with `gufo prompt embeddings`; bad input per case. Skips while `gufo serve`
-// loads text generation models only.
+// other and with `gufo prompt embeddings`; bad input per case; /health, /v1/models and
+// /metrics still answer without a text scheduler. Skips only when langid is not built.
 async function groupEmbeddings() {
   const model = process.env.GUFO_EMBEDDINGS_MODEL;
   if (!model || !existsSync(model)) {
@@ -592,17 +593,6 @@ async function groupEmbeddings() {
     process.exit(77);
   }
   const id = model.replace(/^.*\//, '').replace(/\.gguf$/, '');
-  let server;
-  try {
-    server = await startServer(['embeddings'], model);
-  } catch (e) {
-    if (/only llm \(text generation\) can be served/.test(e.message)) {
-      console.log(`SKIP: gufo serve cannot load an embeddings model yet: ${e.message.trim()}`);
-      process.exit(77);
-    }
-    throw e;
-  }
-  await stopServer(server);
   await withServer(['embeddings'], async (server) => {
     const openai = client(server);
     const texts = ['Where is the train station?', 'Dov\'è la stazione dei treni?'];
@@ -641,14 +631,21 @@ async function groupEmbeddings() {
     assert.match(chat.json.error.message, /text_generation/);
     assertAnthropicError(await post(server, '/v1/messages', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }), 501,
       'messages on an embeddings model');
+    // Without a text scheduler the plain routes still answer; the generation metrics stay at zero.
+    assert.equal((await fetch(`${server.base}/health`)).status, 200);
+    const models = await openai.models.list();
+    assert.deepEqual(models.data.map((m) => m.id), [id]);
+    const metrics = await scrapeMetrics(server);
+    assert.equal(metricValue(metrics, 'gufo_active_sessions'), 0);
+    assert.ok(metricValue(metrics, 'gufo_http_requests_total', { endpoint: '/v1/embeddings', code: '200' }) >= 3);
   }, model);
 }
 
 // ---- /v1/decisions on a classifier ------------------------------------------------------
 
 // `gufo serve decisions --model langid.gguf` (the example's language classifier): the labels
-// equal `gufo prompt decisions`', the scores are probabilities. Skips while `gufo serve`
-// loads text generation models only.
+// equal `gufo prompt decisions`', the scores are probabilities. Skips only when langid is
+// not built.
 async function groupDecisions() {
   const model = process.env.GUFO_EMBEDDINGS_MODEL; /* langid.gguf holds both capabilities */
   if (!model || !existsSync(model)) {
@@ -656,17 +653,6 @@ async function groupDecisions() {
     process.exit(77);
   }
   const id = model.replace(/^.*\//, '').replace(/\.gguf$/, '');
-  let probe;
-  try {
-    probe = await startServer(['decisions'], model);
-  } catch (e) {
-    if (/only llm \(text generation\) can be served/.test(e.message)) {
-      console.log(`SKIP: gufo serve cannot load a decisions model yet: ${e.message.trim()}`);
-      process.exit(77);
-    }
-    throw e;
-  }
-  await stopServer(probe);
   await withServer(['decisions'], async (server) => {
     const texts = ['Where is the train station?', 'Dov\'è la stazione dei treni?', 'Où est la gare ?'];
     const r = await post(server, '/v1/decisions', { model: id, input: texts });
