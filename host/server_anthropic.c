@@ -48,6 +48,12 @@ static cJSON *error_json(unsigned status, const char *message)
     return root;
 }
 
+cJSON *srv_anthropic_error_body(unsigned status, const char *code, const char *message)
+{
+    (void)code; /* Anthropic's errors carry their type only */
+    return error_json(status, message);
+}
+
 void srv_anthropic_respond_error(srv_http_request *req, unsigned status, const char *fmt, ...)
 {
     char message[512];
@@ -446,6 +452,7 @@ typedef struct msg_output {
     open_block open;
     gufo_text_buffer *text;        /* the open block's text */
     size_t n_tool_calls;
+    cJSON *stop_sequences;         /* a copy of the request's, to name the one that matched (NULL: none) */
     srv_sse sse;
     bool oom;
 } msg_output;
@@ -595,14 +602,36 @@ static void sink_tool_call(void *userdata, const gufo_tool_call *call)
     o->n_tool_calls++;
 }
 
-static const char *stop_reason(const msg_output *o, srv_finish f)
+/* The stop sequence that ended the output, NULL when the model stopped by itself (or called a tool). */
+static const char *matched_stop_sequence(const msg_output *o, const srv_generation *g, srv_finish f)
 {
-    if (o->n_tool_calls > 0)
-        return "tool_use";
-    return f == SRV_FINISH_LENGTH ? "max_tokens" : "end_turn";
+    if (o->n_tool_calls > 0 || f != SRV_FINISH_STOP)
+        return NULL;
+    int index = srv_generation_stop_index(g);
+    const cJSON *s = index >= 0 ? cJSON_GetArrayItem(o->stop_sequences, index) : NULL;
+    return cJSON_IsString(s) ? s->valuestring : NULL;
 }
 
-static cJSON *message_json(const msg_output *o, const srv_generation *g, const char *reason, bool final)
+/* "stop_reason" and "stop_sequence" of a message or a message_delta; both null while it runs (f NONE). */
+static void add_stop(cJSON *obj, const msg_output *o, const srv_generation *g, srv_finish f)
+{
+    const char *sequence = matched_stop_sequence(o, g, f);
+    const char *reason = f == SRV_FINISH_NONE  ? NULL
+                         : o->n_tool_calls > 0 ? "tool_use"
+                         : sequence            ? "stop_sequence"
+                         : f == SRV_FINISH_LENGTH ? "max_tokens"
+                                                  : "end_turn";
+    if (reason)
+        cJSON_AddStringToObject(obj, "stop_reason", reason);
+    else
+        cJSON_AddNullToObject(obj, "stop_reason");
+    if (sequence)
+        cJSON_AddStringToObject(obj, "stop_sequence", sequence);
+    else
+        cJSON_AddNullToObject(obj, "stop_sequence");
+}
+
+static cJSON *message_json(const msg_output *o, const srv_generation *g, srv_finish f, bool final)
 {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "id", o->id);
@@ -610,11 +639,7 @@ static cJSON *message_json(const msg_output *o, const srv_generation *g, const c
     cJSON_AddStringToObject(m, "role", "assistant");
     cJSON_AddStringToObject(m, "model", o->app->model_id);
     cJSON_AddItemToObject(m, "content", final ? cJSON_Duplicate(o->content, true) : cJSON_CreateArray());
-    if (reason)
-        cJSON_AddStringToObject(m, "stop_reason", reason);
-    else
-        cJSON_AddNullToObject(m, "stop_reason");
-    cJSON_AddNullToObject(m, "stop_sequence");
+    add_stop(m, o, g, f);
     cJSON_AddItemToObject(m, "usage", usage_json(g, final));
     return m;
 }
@@ -622,6 +647,7 @@ static cJSON *message_json(const msg_output *o, const srv_generation *g, const c
 static void output_free(msg_output *o)
 {
     cJSON_Delete(o->content);
+    cJSON_Delete(o->stop_sequences);
     gufo_text_buffer_destroy(o->text);
     free(o);
 }
@@ -633,7 +659,7 @@ static void stream_begin(void *state, srv_sse *sse, srv_generation *g)
     (void)sse;
     msg_output *o = state;
     cJSON *ev = cJSON_CreateObject();
-    cJSON_AddItemToObject(ev, "message", message_json(o, g, NULL, false));
+    cJSON_AddItemToObject(ev, "message", message_json(o, g, SRV_FINISH_NONE, false));
     send_event(o, "message_start", ev);
     send_event(o, "ping", NULL);
 }
@@ -650,8 +676,7 @@ static void stream_end(void *state, srv_sse *sse, srv_generation *g, srv_finish 
     }
     cJSON *ev = cJSON_CreateObject();
     cJSON *delta = cJSON_AddObjectToObject(ev, "delta");
-    cJSON_AddStringToObject(delta, "stop_reason", stop_reason(o, f));
-    cJSON_AddNullToObject(delta, "stop_sequence");
+    add_stop(delta, o, g, f);
     cJSON_AddItemToObject(ev, "usage", usage_json(g, true));
     send_event(o, "message_delta", ev);
     send_event(o, "message_stop", NULL);
@@ -687,7 +712,10 @@ void srv_anthropic_handle_messages(void *app_ptr, srv_http_request *req)
         o->stream = r.stream;
         o->content = cJSON_CreateArray();
         srv_new_id(app, "msg_", o->id, sizeof o->id);
-        if (!o->content || gufo_text_buffer_create(0, &o->text) != GUFO_OK)
+        /* The strings the scheduler got, in its order (empty ones left out), so its stop index names one. */
+        if (r.gen.n_stop && !(o->stop_sequences = cJSON_CreateStringArray(r.stop, (int)r.gen.n_stop)))
+            ok = srv_fail(&e, 503, NULL, "out of memory");
+        else if (!o->content || gufo_text_buffer_create(0, &o->text) != GUFO_OK)
             ok = srv_fail(&e, 503, NULL, "out of memory");
     }
     gufo_output_sink sink = {.struct_size = sizeof sink, .content = sink_content, .reasoning = sink_reasoning,
@@ -713,7 +741,7 @@ void srv_anthropic_handle_messages(void *app_ptr, srv_http_request *req)
             srv_fail(&e, 503, NULL, "out of memory");
         respond_api_error(req, &e);
     } else {
-        srv_http_respond_json(req, 200, message_json(o, &g, stop_reason(o, f), true));
+        srv_http_respond_json(req, 200, message_json(o, &g, f, true));
     }
     srv_generation_free(&g);
     output_free(o);

@@ -6,7 +6,8 @@
  * model's template; `tools` ({name, description, input_schema}) become chat
  * tools; tool_choice auto / any / tool / none. The answer is a `message`
  * with thinking, text and tool_use content blocks, stop_reason end_turn /
- * max_tokens / tool_use, and usage with cache_read_input_tokens. Streaming
+ * max_tokens / tool_use / stop_sequence (with the matched `stop_sequence`),
+ * and usage with cache_read_input_tokens. Streaming
  * sends message_start, ping, content_block_start / content_block_delta
  * (text_delta, thinking_delta, input_json_delta) / content_block_stop,
  * message_delta and message_stop. Every error is Anthropic's shape:
@@ -26,6 +27,13 @@ void srv_anthropic_handle_messages(void *app, srv_http_request *req);
  * tools included. Claude Code asks it to size its context.
  */
 void srv_anthropic_handle_count_tokens(void *app, srv_http_request *req);
+
+/**
+ * Anthropic's error body for `status` (a srv_http_error_body: the routes of
+ * /v1/messages* carry it, so the HTTP layer's own 401/404/405/413 and the
+ * capability router answer Anthropic clients in their shape).
+ */
+cJSON *srv_anthropic_error_body(unsigned status, const char *code, const char *message);
 
 /** Answers `status` with an Anthropic error object whose type follows from the status. */
 void srv_anthropic_respond_error(srv_http_request *req, unsigned status, const char *fmt, ...) GUFO_EXT_PRINTF(3, 4);

@@ -14,21 +14,24 @@ typedef struct capability_endpoint {
     const char *path;
     gufo_capability capability;
     srv_http_handler handler;
+    srv_http_error_body error_body; /* the protocol's error shape (NULL: OpenAI's) */
 } capability_endpoint;
 
 static const capability_endpoint endpoints[] = {
-    {"POST", "/v1/chat/completions", GUFO_CAPABILITY_TEXT_GENERATION, srv_openai_handle_chat},
-    {"POST", "/v1/completions", GUFO_CAPABILITY_TEXT_GENERATION, srv_openai_handle_completions},
-    {"POST", "/v1/responses", GUFO_CAPABILITY_TEXT_GENERATION, srv_responses_handle},
-    {"POST", "/v1/messages", GUFO_CAPABILITY_TEXT_GENERATION, srv_anthropic_handle_messages},
-    {"POST", "/v1/messages/count_tokens", GUFO_CAPABILITY_TEXT_GENERATION, srv_anthropic_handle_count_tokens},
-    {"POST", "/v1/embeddings", GUFO_CAPABILITY_EMBEDDINGS, srv_embeddings_handle},
-    {"POST", "/v1/audio/transcriptions", GUFO_CAPABILITY_SPEECH_RECOGNITION, NULL},
-    {"POST", "/v1/audio/translations", GUFO_CAPABILITY_SPEECH_RECOGNITION, NULL},
-    {"POST", "/v1/audio/speech", GUFO_CAPABILITY_SPEECH_SYNTHESIS, NULL},
-    {"POST", "/v1/images/generations", GUFO_CAPABILITY_IMAGE_GENERATION, NULL},
-    {"POST", "/v1/videos", GUFO_CAPABILITY_VIDEO_GENERATION, NULL},
-    {"POST", "/v1/decisions", GUFO_CAPABILITY_DECISIONS, srv_decisions_handle},
+    {"POST", "/v1/chat/completions", GUFO_CAPABILITY_TEXT_GENERATION, srv_openai_handle_chat, NULL},
+    {"POST", "/v1/completions", GUFO_CAPABILITY_TEXT_GENERATION, srv_openai_handle_completions, NULL},
+    {"POST", "/v1/responses", GUFO_CAPABILITY_TEXT_GENERATION, srv_responses_handle, NULL},
+    {"POST", "/v1/messages", GUFO_CAPABILITY_TEXT_GENERATION, srv_anthropic_handle_messages,
+     srv_anthropic_error_body},
+    {"POST", "/v1/messages/count_tokens", GUFO_CAPABILITY_TEXT_GENERATION, srv_anthropic_handle_count_tokens,
+     srv_anthropic_error_body},
+    {"POST", "/v1/embeddings", GUFO_CAPABILITY_EMBEDDINGS, srv_embeddings_handle, NULL},
+    {"POST", "/v1/audio/transcriptions", GUFO_CAPABILITY_SPEECH_RECOGNITION, NULL, NULL},
+    {"POST", "/v1/audio/translations", GUFO_CAPABILITY_SPEECH_RECOGNITION, NULL, NULL},
+    {"POST", "/v1/audio/speech", GUFO_CAPABILITY_SPEECH_SYNTHESIS, NULL, NULL},
+    {"POST", "/v1/images/generations", GUFO_CAPABILITY_IMAGE_GENERATION, NULL, NULL},
+    {"POST", "/v1/videos", GUFO_CAPABILITY_VIDEO_GENERATION, NULL, NULL},
+    {"POST", "/v1/decisions", GUFO_CAPABILITY_DECISIONS, srv_decisions_handle, NULL},
 };
 #define N_ENDPOINTS (sizeof endpoints / sizeof endpoints[0])
 
@@ -41,20 +44,16 @@ static void route(const capability_endpoint *ep, void *app_ptr, srv_http_request
         ep->handler(app, req);
         return;
     }
-    /* Anthropic clients read their own error shape; everyone else gets OpenAI's. */
-    if (ep->handler == srv_anthropic_handle_messages || ep->handler == srv_anthropic_handle_count_tokens) {
-        srv_anthropic_respond_error(req, 501, "%s needs a model with the %s capability; this server runs '%s' (%s)",
-                                    ep->path, needed, app->model_id, gufo_capability_name(loaded));
-        return;
-    }
+    /* In the route's error shape: Anthropic clients read their own, everyone else OpenAI's. */
     if (loaded == ep->capability)
-        srv_http_respond_error(req, 501, "capability_not_served", NULL,
-                               "%s (%s) is not served by this build of gufo serve yet; the model '%s' has that "
-                               "capability but only the CLI can run it.", ep->path, needed, app->model_id);
+        srv_http_respond_route_error(req, 501, "capability_not_served",
+                                     "%s (%s) is not served by this build of gufo serve yet; the model '%s' has that "
+                                     "capability but only the CLI can run it.", ep->path, needed, app->model_id);
     else
-        srv_http_respond_error(req, 501, "capability_not_served", NULL,
-                               "%s needs a model with the %s capability; this server runs '%s', a %s model (one "
-                               "model per server).", ep->path, needed, app->model_id, gufo_capability_name(loaded));
+        srv_http_respond_route_error(req, 501, "capability_not_served",
+                                     "%s needs a model with the %s capability; this server runs '%s', a %s model "
+                                     "(one model per server).", ep->path, needed, app->model_id,
+                                     gufo_capability_name(loaded));
 }
 
 /* A route's handler gets only (app, req), not its route: one thin function per table row. */
@@ -82,7 +81,8 @@ const srv_http_route *srv_capability_routes(size_t *n_routes)
     /* Filled on every call with the same values, so a second call (tests) changes nothing. */
     for (size_t i = 0; i < N_ENDPOINTS; i++)
         routes[i] = (srv_http_route){.method = endpoints[i].method, .path = endpoints[i].path,
-                                     .needs_auth = true, .handler = route_fns[i]};
+                                     .needs_auth = true, .handler = route_fns[i],
+                                     .error_body = endpoints[i].error_body};
     *n_routes = N_ENDPOINTS;
     return routes;
 }

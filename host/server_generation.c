@@ -249,6 +249,11 @@ bool srv_generation_tool_choice_met(const srv_generation *g, srv_api_error *e)
     return true;
 }
 
+int srv_generation_stop_index(const srv_generation *g)
+{
+    return g->job ? srv_job_stop_index(g->job) : -1;
+}
+
 size_t srv_generation_completion_tokens(const srv_generation *g)
 {
     return g->job ? srv_job_completion_tokens(g->job) : 0;

@@ -76,6 +76,9 @@ bool srv_generation_failed(const srv_generation *g, srv_finish finish, srv_api_e
 /** False when tool_choice required a (named) tool call and the output has none; `e` then says so (422). */
 bool srv_generation_tool_choice_met(const srv_generation *g, srv_api_error *e);
 
+/** The index into srv_gen_params.stop of the stop string that ended the job; -1 for none (srv_job_stop_index). */
+int srv_generation_stop_index(const srv_generation *g);
+
 /** Tokens generated, and prompt tokens served from the conversation cache. */
 size_t srv_generation_completion_tokens(const srv_generation *g);
 size_t srv_generation_cached_tokens(const srv_generation *g);

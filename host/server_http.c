@@ -135,6 +135,38 @@ void srv_http_respond_error(srv_http_request *req, unsigned status, const char *
     srv_http_respond_json(req, status, srv_http_error_json(status, code, param, message));
 }
 
+/* Errors this layer decides use `shape`'s error body (the route of the path; NULL: OpenAI's). */
+static void respond_shaped_error(srv_http_request *req, const srv_http_route *shape, unsigned status,
+                                 const char *code, const char *fmt, va_list ap) GUFO_EXT_PRINTF(5, 0);
+static void respond_shaped_error(srv_http_request *req, const srv_http_route *shape, unsigned status,
+                                 const char *code, const char *fmt, va_list ap)
+{
+    char message[512];
+    vsnprintf(message, sizeof message, fmt, ap);
+    srv_http_error_body body = shape && shape->error_body ? shape->error_body : NULL;
+    srv_http_respond_json(req, status, body ? body(status, code, message)
+                                            : srv_http_error_json(status, code, NULL, message));
+}
+
+static void respond_error_as(srv_http_request *req, const srv_http_route *shape, unsigned status, const char *code,
+                             const char *fmt, ...) GUFO_EXT_PRINTF(5, 6);
+static void respond_error_as(srv_http_request *req, const srv_http_route *shape, unsigned status, const char *code,
+                             const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_shaped_error(req, shape, status, code, fmt, ap);
+    va_end(ap);
+}
+
+void srv_http_respond_route_error(srv_http_request *req, unsigned status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_shaped_error(req, req->route, status, code, fmt, ap);
+    va_end(ap);
+}
+
 const char *srv_http_body(const srv_http_request *req, size_t *len)
 {
     *len = req->body_len;
@@ -265,18 +297,31 @@ static bool authorized(srv_http_request *req)
 
 /* ---- the access handler --------------------------------------------------- */
 
-static const srv_http_route *find_route(const srv_http *http, const char *method, const char *url, bool *path_known)
+/* The route for `method` and `url`, or NULL. `*shape` is the route whose error shape answers for the
+ * path: one with that exact path (any method), else the one whose path is the longest prefix of `url`
+ * followed by '/', else NULL. `*path_known` says whether some route has exactly that path. */
+static const srv_http_route *find_route(const srv_http *http, const char *method, const char *url, bool *path_known,
+                                        const srv_http_route **shape)
 {
     *path_known = false;
+    *shape = NULL;
+    size_t shape_len = 0;
+    const srv_http_route *found = NULL;
     for (size_t i = 0; i < http->config.n_routes; i++) {
         const srv_http_route *r = &http->config.routes[i];
-        if (strcmp(r->path, url) != 0)
-            continue;
-        *path_known = true;
-        if (strcmp(r->method, method) == 0)
-            return r;
+        size_t len = strlen(r->path);
+        if (strcmp(r->path, url) == 0) {
+            *path_known = true;
+            *shape = r;
+            shape_len = SIZE_MAX;
+            if (strcmp(r->method, method) == 0)
+                found = r;
+        } else if (len > shape_len && strncmp(r->path, url, len) == 0 && url[len] == '/') {
+            *shape = r;
+            shape_len = len;
+        }
     }
-    return NULL;
+    return found;
 }
 
 static bool body_append(srv_http_request *req, const char *data, size_t len)
@@ -319,25 +364,26 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         srv_metrics_request_started(http->config.metrics);
         *con_cls = req;
         bool path_known = false;
-        req->route = find_route(http, method, url, &path_known);
+        const srv_http_route *shape = NULL;
+        req->route = find_route(http, method, url, &path_known, &shape);
         /* Answer what needs no body at once: MHD then skips the upload. */
         if (!req->route) {
             if (path_known)
-                srv_http_respond_error(req, 405, "method_not_allowed", NULL, "%s is not allowed on %s", method, url);
+                respond_error_as(req, shape, 405, "method_not_allowed", "%s is not allowed on %s", method, url);
             else
-                srv_http_respond_error(req, 404, "unknown_url", NULL, "Unknown request URL: %s %s", method, url);
+                respond_error_as(req, shape, 404, "unknown_url", "Unknown request URL: %s %s", method, url);
             return MHD_YES;
         }
         if (!authorized(req)) {
-            srv_http_respond_error(req, 401, "invalid_api_key", NULL,
-                                   "Incorrect or missing API key: send 'Authorization: Bearer KEY' (or 'x-api-key: KEY').");
+            srv_http_respond_route_error(req, 401, "invalid_api_key", "Incorrect or missing API key: send "
+                                         "'Authorization: Bearer KEY' (or 'x-api-key: KEY').");
             return MHD_YES;
         }
         const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (length && strtoull(length, NULL, 10) > http->config.max_body) {
-            srv_http_respond_error(req, 413, "request_too_large", NULL,
-                                   "The request body of %s bytes is over the limit of %zu bytes.", length,
-                                   http->config.max_body);
+            srv_http_respond_route_error(req, 413, "request_too_large",
+                                         "The request body of %s bytes is over the limit of %zu bytes.", length,
+                                         http->config.max_body);
             return MHD_YES;
         }
         return MHD_YES;
@@ -356,8 +402,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
     if (http->config.idle_timeout_s)
         MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     if (req->oversize) {
-        srv_http_respond_error(req, 413, "request_too_large", NULL, "The request body is over the limit of %zu bytes.",
-                               http->config.max_body);
+        srv_http_respond_route_error(req, 413, "request_too_large", "The request body is over the limit of %zu bytes.",
+                                     http->config.max_body);
         return MHD_YES;
     }
     req->route->handler(req->route->context ? req->route->context : http->config.app, req);

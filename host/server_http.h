@@ -15,8 +15,13 @@
  * the handlers watch for hang-ups themselves.
  *
  * This layer owns: binding, the bearer API key (constant-time compare), the
- * request body limit (413), routing by method and path, and the OpenAI error
- * shape. The OpenAI semantics live in server_openai.c.
+ * request body limit (413), routing by method and path, and the error shape
+ * of what it decides before a handler runs (401, 404, 405, 413): the shape of
+ * the route the path belongs to (srv_http_route.error_body, so Anthropic
+ * clients read Anthropic errors on /v1/messages*), OpenAI's by default. An
+ * unknown path belongs to the route whose path is its longest prefix at a '/'
+ * ("/v1/messages/batches" to "/v1/messages"). The OpenAI semantics live in
+ * server_openai.c.
  */
 #ifndef GUFO_HOST_SERVER_HTTP_H
 #define GUFO_HOST_SERVER_HTTP_H
@@ -36,6 +41,12 @@ typedef struct srv_metrics srv_metrics; /* server_metrics.h */
 /** A route handler. It must answer with exactly one srv_http_respond_* call. */
 typedef void (*srv_http_handler)(void *app, srv_http_request *req);
 
+/**
+ * Builds a protocol's error body (NULL when memory ran out). `code` is the
+ * OpenAI-style machine code ("invalid_api_key"); shapes without one ignore it.
+ */
+typedef cJSON *(*srv_http_error_body)(unsigned status, const char *code, const char *message);
+
 /** One route: exact path, method. */
 typedef struct srv_http_route {
     const char *method;       /* "GET", "POST" */
@@ -43,6 +54,7 @@ typedef struct srv_http_route {
     bool needs_auth;          /* checked against the API key when one is set */
     srv_http_handler handler;
     void *context;            /* passed to the handler instead of srv_http_config.app when not NULL */
+    srv_http_error_body error_body; /* the shape of this path's errors; NULL = OpenAI's (srv_http_error_json) */
 } srv_http_route;
 
 typedef struct srv_http_config {
@@ -84,6 +96,10 @@ void srv_http_respond_json(srv_http_request *req, unsigned status, cJSON *body);
  */
 void srv_http_respond_error(srv_http_request *req, unsigned status, const char *code, const char *param,
                             const char *fmt, ...) GUFO_EXT_PRINTF(5, 6);
+
+/** Answers with an error in the shape of the request's route (its error_body, else OpenAI's, `param` null). */
+void srv_http_respond_route_error(srv_http_request *req, unsigned status, const char *code, const char *fmt, ...)
+    GUFO_EXT_PRINTF(4, 5);
 
 /** Answers with `len` bytes of `text` (taken over; freed with free()) as `content_type`. */
 void srv_http_respond_text(srv_http_request *req, unsigned status, const char *content_type, char *text, size_t len);

@@ -51,6 +51,7 @@ struct srv_job {
     size_t n_cached;           /* prompt tokens reused from the conversation cache */
     char error[SRV_ERROR_LEN];
     bool out_of_memory;
+    int stop_index;            /* the stop string that ended the job, -1 for none; written before `finish` */
 
     /* Scheduler thread only. */
     srv_job *next;             /* queue / active list link */
@@ -106,6 +107,7 @@ srv_job *srv_job_create(const srv_job_params *params)
         return NULL;
     job->refs = 1;
     job->pending = -1;
+    job->stop_index = -1;
     job->sampling = params->sampling;
     job->max_tokens = params->max_tokens;
     job->timeout_ms = params->timeout_ms;
@@ -239,6 +241,15 @@ size_t srv_job_completion_tokens(srv_job *job)
     size_t n = job->n_generated;
     pthread_mutex_unlock(&job->mu);
     return n;
+}
+
+int srv_job_stop_index(srv_job *job)
+{
+    /* Written once, before `finish` is published under the lock; read after. */
+    pthread_mutex_lock(&job->mu);
+    int index = job->finish == SRV_FINISH_STOP ? job->stop_index : -1;
+    pthread_mutex_unlock(&job->mu);
+    return index;
 }
 
 const char *srv_job_error(srv_job *job, bool *out_of_memory)
@@ -482,18 +493,24 @@ static bool job_take_token(srv_sched *s, srv_job *job, gufo_token token)
     job->gen_len += len;
     job->n_taken++;
 
-    /* A stop string ends the output before it; the stop string itself is never shown. */
+    /* A stop string ends the output before it; the stop string itself is never shown. When one
+     * token completes several, the earliest in the text wins (it is the one the output ends at). */
+    const char *first_hit = NULL;
     for (size_t i = 0; i < job->n_stop; i++) {
         const char *hit = find_bytes(job->gen, job->gen_len, job->stop[i], strlen(job->stop[i]));
-        if (hit) {
-            job_publish(job, job->gen, (size_t)(hit - job->gen), job->n_taken);
-            job->gen_len = 0;
-            /* Already cut: finish without flushing held-back bytes after the stop string. */
-            gufo_detok_state fresh = {0};
-            job->detok = fresh;
-            job_finish(s, job, SRV_FINISH_STOP, NULL, false);
-            return false;
+        if (hit && (!first_hit || hit < first_hit)) {
+            first_hit = hit;
+            job->stop_index = (int)i; /* published with `finish` by job_finish */
         }
+    }
+    if (first_hit) {
+        job_publish(job, job->gen, (size_t)(first_hit - job->gen), job->n_taken);
+        job->gen_len = 0;
+        /* Already cut: finish without flushing held-back bytes after the stop string. */
+        gufo_detok_state fresh = {0};
+        job->detok = fresh;
+        job_finish(s, job, SRV_FINISH_STOP, NULL, false);
+        return false;
     }
     size_t hold = stop_holdback(job);
     size_t release = job->gen_len - hold;

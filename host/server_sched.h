@@ -151,6 +151,13 @@ size_t srv_job_completion_tokens(srv_job *job);
 /** Prompt tokens that were served from the conversation cache instead of prefilled (usage.prompt_tokens_details.cached_tokens). */
 size_t srv_job_cached_tokens(srv_job *job);
 
+/**
+ * Which stop string (an index into srv_job_params.stop) ended a SRV_FINISH_STOP
+ * job; -1 when the model's end-of-generation token ended it, or the job has
+ * not ended by stopping.
+ */
+int srv_job_stop_index(srv_job *job);
+
 /** The error message of a SRV_FINISH_ERROR job, and whether it was out of memory (503) rather than a failure (500). */
 const char *srv_job_error(srv_job *job, bool *out_of_memory);
 

@@ -255,17 +255,28 @@ async function groupMessages() {
     assert.equal(round.content.filter((b) => b.type === 'text').map((b) => b.text).join(''),
       refTools.choices[0].message.content ?? '');
 
-    // stop_sequences cut the text before the sequence.
+    // stop_sequences cut the text before the sequence, and the answer names the one that matched
+    // (stop_reason "stop_sequence"), streamed or not; a sequence that never appears changes nothing.
     const sampled = { model: MODEL_ID, messages: [{ role: 'user', content: 'Tell me a story about a fox.' }], max_tokens: 40,
       temperature: 0 }; /* greedy: the Messages API has no seed */
-    const a = (await claude.messages.create(sampled)).content.map((b) => b.text ?? '').join('');
+    const full = await claude.messages.create(sampled);
+    const a = full.content.map((b) => b.text ?? '').join('');
     const chars = [...a];
-    if (chars.length >= 8) {
-      const stop = chars.slice(4, 7).join('');
-      const cut = await claude.messages.create({ ...sampled, stop_sequences: [stop] });
-      assert.equal(cut.content.map((b) => b.text ?? '').join(''), a.slice(0, a.indexOf(stop)));
-      assert.notEqual(cut.stop_reason, 'max_tokens');
-    }
+    assert.ok(chars.length >= 8, `40 greedy tokens gave only ${JSON.stringify(a)}`);
+    const stop = chars.slice(4, 7).join('');
+    const never = '\u2603never\u2603';
+    const cutParams = { ...sampled, stop_sequences: [never, stop] };
+    const cut = await claude.messages.create(cutParams);
+    assert.equal(cut.content.map((b) => b.text ?? '').join(''), a.slice(0, a.indexOf(stop)));
+    assert.equal(cut.stop_reason, 'stop_sequence');
+    assert.equal(cut.stop_sequence, stop);
+    const streamedCut = await claude.messages.stream(cutParams).finalMessage();
+    assert.equal(streamedCut.stop_reason, 'stop_sequence');
+    assert.equal(streamedCut.stop_sequence, stop);
+    assert.equal(streamedCut.content.map((b) => b.text ?? '').join(''), a.slice(0, a.indexOf(stop)));
+    const unmatched = await claude.messages.create({ ...sampled, stop_sequences: [never] });
+    assert.equal(unmatched.stop_reason, full.stop_reason);
+    assert.equal(unmatched.stop_sequence, null);
 
     // Anthropic tools reach the template (too long for the tiny context, as for chat); tool_choice none leaves them out.
     const tools = [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.parameters }];
@@ -357,8 +368,17 @@ async function groupMessagesErrors() {
     const bad = Buffer.concat([Buffer.from('{"max_tokens":2,"messages":[{"role":"user","content":"'), Buffer.from([0xc0, 0xaf]),
       Buffer.from('"}]}')]);
     assertAnthropicError(await post(server, path, bad), 400, 'invalid UTF-8 (overlong)', invalid);
-    // Oversize bodies are refused by the HTTP layer before any route runs (its OpenAI shape; status 413 either way).
-    assert.equal((await post(server, path, 'x'.repeat(100000))).status, 413);
+    // What the HTTP layer decides before a route runs answers in Anthropic's shape on /v1/messages*
+    // (413, 405, 404 under the path), and in OpenAI's elsewhere.
+    assertAnthropicError(await post(server, path, 'x'.repeat(100000)), 413, 'oversize body', 'request_too_large');
+    assertAnthropicError(await post(server, '/v1/messages/count_tokens', 'x'.repeat(100000)), 413,
+      'oversize count_tokens body', 'request_too_large');
+    const get = await fetch(`${server.base}${path}`);
+    assertAnthropicError({ status: get.status, text: '', json: await get.json() }, 405, 'GET /v1/messages');
+    const batches = await post(server, '/v1/messages/batches', ok);
+    assertAnthropicError(batches, 404, 'unknown path under /v1/messages', 'not_found_error');
+    assertErrorObject(await post(server, '/v1/chat/completions', 'x'.repeat(100000)), 413, 'oversize chat body');
+    assertErrorObject(await post(server, '/v1/messagesx', ok), 404, 'a path that only starts like /v1/messages');
     // The Anthropic client surfaces them as its typed errors.
     await assert.rejects(anthropic(server).messages.create({ model: MODEL_ID, messages: [], max_tokens: 2 }),
       (e) => e.status === 400 && e.error?.error?.type === invalid);
@@ -566,9 +586,13 @@ async function groupAuth() {
     const msg = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 };
     const resp = { input: 'hi', max_output_tokens: 2 };
     for (const [path, body] of [['/v1/responses', resp], ['/v1/messages', msg], ['/v1/messages/count_tokens', { messages: msg.messages }]]) {
-      assertErrorObject(await post(server, path, body), 401, `${path} without a key`);
-      assertErrorObject(await post(server, path, body, { 'x-api-key': 'sekret-key-124' }), 401, `${path} wrong x-api-key`);
-      assertErrorObject(await post(server, path, body, { Authorization: 'Bearer sekret' }), 401, `${path} prefix of the key`);
+      /* Each protocol's own error shape: Anthropic's on /v1/messages*, OpenAI's elsewhere. */
+      const assertShape = path.startsWith('/v1/messages')
+        ? (r, status, what) => assertAnthropicError(r, status, what, 'authentication_error')
+        : assertErrorObject;
+      assertShape(await post(server, path, body), 401, `${path} without a key`);
+      assertShape(await post(server, path, body, { 'x-api-key': 'sekret-key-124' }), 401, `${path} wrong x-api-key`);
+      assertShape(await post(server, path, body, { Authorization: 'Bearer sekret' }), 401, `${path} prefix of the key`);
       assert.equal((await post(server, path, body, { 'x-api-key': key })).status, 200, `${path} with x-api-key`);
       assert.equal((await post(server, path, body, { Authorization: `Bearer ${key}` })).status, 200, `${path} with a bearer key`);
     }
@@ -577,6 +601,8 @@ async function groupAuth() {
     await assert.rejects(client(server, 'wrong').responses.create({ model: MODEL_ID, ...resp }), (e) => e.status === 401);
     const claude = new Anthropic({ baseURL: server.base, authToken: key, apiKey: null, maxRetries: 0 });
     assert.equal((await claude.messages.create({ model: MODEL_ID, ...msg })).usage.output_tokens, 2);
+    await assert.rejects(anthropic(server, 'wrong').messages.create({ model: MODEL_ID, ...msg }),
+      (e) => e.status === 401 && e.error?.error?.type === 'authentication_error');
   });
 }
 
