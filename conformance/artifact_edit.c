@@ -100,6 +100,23 @@ gufo_status conf_gguf_data_start(const char *path, uint64_t *out, gufo_error *er
     return st;
 }
 
+void conf_gguf_tensor_extent(const char *path, uint64_t *total, uint64_t *end)
+{
+    uint64_t sum = 0, last = 0;
+    gufo_gguf *g = NULL;
+    if (gufo_gguf_open(path, GUFO_GGUF_OPEN_METADATA, &g, NULL) == GUFO_OK) {
+        for (uint64_t i = 0; i < gufo_gguf_tensor_count(g); i++) {
+            gufo_tensor_info info;
+            if (gufo_gguf_tensor_at(g, i, &info) != GUFO_OK) continue;
+            sum += info.size;
+            if (info.offset + info.size > last) last = info.offset + info.size;
+        }
+        gufo_gguf_close(g);
+    }
+    if (total) *total = sum;
+    if (end) *end = last;
+}
+
 /* Copies one key/value; integers narrower than 32 bits are widened (the
  * writer's scalar setters start at 32 bits, and readers accept any integer
  * type whose value fits). */

@@ -7,6 +7,7 @@ set(GUFO_CONFORMANCE_SOURCES
     report_write.c
     artifact_edit.c
     text_harness.c
+    decisions_harness.c
     suite_configuration.c
     suite_tokenizer.c
     suite_numerics.c

@@ -108,6 +108,9 @@ void conf_case_skip(conf_case *c, const char *fmt, ...) GUFO_EXT_PRINTF(2, 3);
 /** Ends the case: passed with `fmt` as detail unless a failure was noted. */
 void conf_case_end(conf_case *c, const char *fmt, ...) GUFO_EXT_PRINTF(2, 3);
 
+/** Notes a failure and ends the case: for a case that cannot go on (set-up failed). */
+void conf_case_abort(conf_case *c, const char *fmt, ...) GUFO_EXT_PRINTF(2, 3);
+
 /** Records a whole case as skipped in one call. */
 void conf_skip_case(conf_ctx *ctx, const char *name, const char *fmt, ...) GUFO_EXT_PRINTF(3, 4);
 
@@ -138,6 +141,32 @@ const cJSON *conf_reference(const conf_ctx *ctx);
 
 /** conf_case_skip() with the standard reason when there is no artifact; returns true when it skipped. */
 bool conf_need_artifact(conf_case *c);
+
+/**
+ * conf_need_artifact(), and when it skipped, also records each case named in
+ * `later` (NULL-terminated; NULL for none) as skipped for the same reason, so
+ * the report lists every case of the suite whatever happened.
+ */
+bool conf_need_artifact_for_all(conf_case *c, const char *const *later);
+
+/**
+ * Opens the suite's model from the artifact under test as case `model_loads`:
+ * skipped without an artifact (with the cases in `later`, as above), failed
+ * when the provider cannot create the model, passed otherwise. Returns true
+ * with `m` open (close it with conf_model_close()); false with nothing open.
+ */
+bool conf_model_loads(conf_ctx *ctx, conf_model *m, const char *const *later);
+
+/** Bytes the pool counts now, host and device together. */
+uint64_t conf_memory_counted(const gufo_memory *memory);
+
+/**
+ * The non-empty array `key` of the reference file, for case `c`; or NULL with
+ * the case skipped, saying what is missing (`what`, e.g. "golden logits") and
+ * where to add it: the manifest names no reference file, it does not read,
+ * or it has no `key`.
+ */
+const cJSON *conf_reference_entries(conf_case *c, const char *key, const char *what);
 
 /** Reads a double from the reference's "tolerances" object, or `fallback`. */
 double conf_tolerance(const conf_ctx *ctx, const char *key, double fallback);
@@ -178,10 +207,20 @@ gufo_status conf_gguf_rewrite(const char *src, const char *dst, const conf_gguf_
 /** Offset of the tensor-data region of a GGUF file (after the metadata and its padding). */
 gufo_status conf_gguf_data_start(const char *path, uint64_t *out, gufo_error *err);
 
+/**
+ * The tensors of a GGUF file from its metadata: `total` the sum of their
+ * sizes, `end` the end of the last one relative to the data start (either may
+ * be NULL). Both are 0 when the file cannot be read.
+ */
+void conf_gguf_tensor_extent(const char *path, uint64_t *total, uint64_t *end);
+
 /* ---- Text-generation helpers (text_harness.c) -------------------------------- */
 
 /** The provider's text-generation interface, or NULL for another capability. */
 const gufo_text_generation_iface *conf_text_iface(const conf_ctx *ctx);
+
+/** What the model's get_info() says (struct_size set for this host). */
+gufo_text_model_info conf_text_info(const conf_model *m);
 
 /** Tokenizes into a malloc'd array (*out, free it); handles the GUFO_E_LIMIT retry. */
 gufo_status conf_text_tokenize(const conf_model *m, const char *text, size_t len, uint32_t flags, gufo_token **out,
@@ -190,6 +229,21 @@ gufo_status conf_text_tokenize(const conf_model *m, const char *text, size_t len
 /** Detokenizes a whole token list (with a final flush) into a malloc'd NUL-terminated string. */
 gufo_status conf_text_detokenize(const conf_model *m, const gufo_token *tokens, size_t n, bool show_special,
                                  char **out, size_t *out_len);
+
+/** What conf_text_stream() saw. */
+typedef struct conf_stream_result {
+    gufo_status status;   /* the first detokenize() error, or GUFO_OK */
+    size_t failed_at;     /* the token at which detokenize() failed (n: the flush) */
+    size_t n_pieces;      /* pieces produced: one per token and the flush */
+    size_t split_at;      /* the first token whose piece is not valid UTF-8, or SIZE_MAX */
+} conf_stream_result;
+
+/**
+ * Detokenizes `tokens` one at a time and then flushes, the way the server
+ * streams a reply, appending every piece to `text` (show_special off), and
+ * checks each piece is valid UTF-8 on its own (no split characters).
+ */
+conf_stream_result conf_text_stream(const conf_model *m, const gufo_token *tokens, size_t n, gufo_text_buffer *text);
 
 /** A session with a greedy sampler, as the core keeps one per request. */
 typedef struct conf_session {
@@ -202,6 +256,16 @@ typedef struct conf_session {
 gufo_status conf_session_open(const conf_model *m, uint32_t context, conf_session *out, gufo_error *err);
 
 void conf_session_close(const conf_model *m, conf_session *s);
+
+/** The session's length as the provider reports it. */
+uint32_t conf_session_length(const conf_model *m, const conf_session *s);
+
+/**
+ * After truncate or restore: tells the sampler the session's history again
+ * (the first `n` tokens of `history`) and sets the token the next step starts
+ * from, as the core does when it rewinds a session.
+ */
+void conf_session_rewound(conf_session *s, const gufo_token *history, size_t n, gufo_token next);
 
 /**
  * Appends `n` tokens in chunks of `chunk` (0 = the model's max_prefill_chunk
@@ -220,12 +284,28 @@ gufo_status conf_prefill(const conf_model *m, conf_session *s, const gufo_token 
 gufo_status conf_decode_greedy(const conf_model *m, conf_session *const *sessions, size_t count, size_t n,
                                gufo_token *out, gufo_error *err);
 
+/**
+ * On an open session: appends `n_tokens` (none: continue from s->next) and
+ * greedy-decodes `n` tokens into `out`, the first being the one the append
+ * produced.
+ */
+gufo_status conf_session_generate(const conf_model *m, conf_session *s, const gufo_token *tokens, size_t n_tokens,
+                                  size_t n, gufo_token *out, gufo_error *err);
+
 /** Fresh session: prefill `prompt` then greedy-decode `n`; tokens into `out` (n of them). */
 gufo_status conf_greedy_run(const conf_model *m, const gufo_token *prompt, size_t n_prompt, size_t n, gufo_token *out,
                             gufo_error *err);
 
 /** Builds a deterministic pseudo-random prompt of `n` ordinary tokens (seeded). */
 void conf_make_prompt(const conf_model *m, uint32_t seed, gufo_token *out, size_t n);
+
+/* ---- Decisions helpers (decisions_harness.c) ---------------------------------- */
+
+/** What the classifier's get_info() says (struct_size set for this host). */
+gufo_decisions_info conf_decisions_info(const conf_model *m);
+
+/** Classifies `items` in batches of at most the model's max_batch, in order; stops at the first failed batch. */
+gufo_status conf_decide_in_batches(const conf_model *m, gufo_decision_item *items, size_t n, gufo_error *err);
 
 /* ---- Suites ------------------------------------------------------------------ */
 

@@ -81,14 +81,18 @@ void conf_case_begin(conf_case *c, conf_ctx *ctx, const char *name)
     c->started = conf_now();
 }
 
+/* The first failure's text becomes the detail; later ones are only counted. */
+static void note_failure(conf_case *c, const char *fmt, va_list ap)
+{
+    if (c->failures++ == 0) vsnprintf(c->detail, sizeof c->detail, fmt, ap);
+}
+
 void conf_case_fail(conf_case *c, const char *fmt, ...)
 {
-    if (c->failures++ == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->detail, sizeof c->detail, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    note_failure(c, fmt, ap);
+    va_end(ap);
 }
 
 static void record(conf_case *c, conf_outcome outcome)
@@ -124,6 +128,15 @@ void conf_case_end(conf_case *c, const char *fmt, ...)
     record(c, c->failures ? CONF_FAILED : CONF_PASSED);
 }
 
+void conf_case_abort(conf_case *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    note_failure(c, fmt, ap);
+    va_end(ap);
+    conf_case_end(c, "-");
+}
+
 void conf_skip_case(conf_ctx *ctx, const char *name, const char *fmt, ...)
 {
     conf_case c;
@@ -137,8 +150,32 @@ void conf_skip_case(conf_ctx *ctx, const char *name, const char *fmt, ...)
 
 bool conf_need_artifact(conf_case *c)
 {
-    if (c->ctx->artifact) return false;
-    conf_case_skip(c, "no artifact to run on: %s", c->ctx->artifact_why_none ? c->ctx->artifact_why_none : "none");
+    return conf_need_artifact_for_all(c, NULL);
+}
+
+bool conf_need_artifact_for_all(conf_case *c, const char *const *later)
+{
+    conf_ctx *ctx = c->ctx;
+    if (ctx->artifact) return false;
+    const char *why = ctx->artifact_why_none ? ctx->artifact_why_none : "none";
+    conf_case_skip(c, "no artifact to run on: %s", why);
+    for (size_t i = 0; later && later[i]; i++) conf_skip_case(ctx, later[i], "no artifact to run on: %s", why);
+    return true;
+}
+
+bool conf_model_loads(conf_ctx *ctx, conf_model *m, const char *const *later)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, "model_loads");
+    memset(m, 0, sizeof *m);
+    if (conf_need_artifact_for_all(&c, later)) return false;
+    gufo_error err = {0};
+    if (conf_model_open(ctx, NULL, ctx->artifact->path, 0, m, &err) != GUFO_OK) {
+        conf_model_close(m);
+        conf_case_abort(&c, "cannot create the model: %s", err.message);
+        return false;
+    }
+    conf_case_end(&c, "created from %s", ctx->artifact->path);
     return true;
 }
 
@@ -147,6 +184,23 @@ bool conf_need_artifact(conf_case *c)
 const cJSON *conf_reference(const conf_ctx *ctx)
 {
     return ctx->artifact ? ctx->artifact->reference : NULL;
+}
+
+const cJSON *conf_reference_entries(conf_case *c, const char *key, const char *what)
+{
+    const conf_artifact *a = c->ctx->artifact;
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(conf_reference(c->ctx), key);
+    if (cJSON_IsArray(list) && cJSON_GetArraySize(list) > 0) return list;
+    if (!a || !a->reference_path)
+        conf_case_skip(c, "the extension ships no %s for this artifact: its manifest's \"conformance\" entry names no "
+                       "\"reference\" file (docs/conformance.md, \"What an extension declares\")", what);
+    else if (!a->reference)
+        conf_case_skip(c, "no %s: the reference file does not read: %s", what,
+                       a->reference_error ? a->reference_error : "?");
+    else
+        conf_case_skip(c, "the extension ships no %s for this artifact: %s has no \"%s\"", what, a->reference_path,
+                       key);
+    return NULL;
 }
 
 double conf_tolerance(const conf_ctx *ctx, const char *key, double fallback)
@@ -226,13 +280,18 @@ gufo_status conf_model_open(conf_ctx *ctx, const gufo_provider *provider, const 
     return GUFO_OK;
 }
 
+uint64_t conf_memory_counted(const gufo_memory *memory)
+{
+    return gufo_memory_used(memory, GUFO_MEMORY_HOST) + gufo_memory_used(memory, GUFO_MEMORY_DEVICE);
+}
+
 uint64_t conf_model_close(conf_model *m)
 {
     if (m->model) m->provider->destroy(m->model);
     m->model = NULL;
     uint64_t left = 0;
     if (m->memory) {
-        left = gufo_memory_used(m->memory, GUFO_MEMORY_HOST) + gufo_memory_used(m->memory, GUFO_MEMORY_DEVICE);
+        left = conf_memory_counted(m->memory);
         gufo_memory_destroy(m->memory);
     }
     gufo_artifact_close(m->artifact);

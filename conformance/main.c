@@ -92,6 +92,13 @@ static bool listed(const char *const *list, size_t n, const char *value)
     return false;
 }
 
+static void args_free(args *a)
+{
+    free(a->extensions);
+    free(a->providers);
+    free(a->suites);
+}
+
 static int parse_args(int argc, char **argv, args *a)
 {
     memset(a, 0, sizeof *a);
@@ -103,7 +110,11 @@ static int parse_args(int argc, char **argv, args *a)
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
         if (strcmp(arg, "--list") == 0) { a->list = true; continue; }
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) { usage(stdout); exit(0); }
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            args_free(a);
+            exit(0);
+        }
         if (!value) { fprintf(stderr, "gufo_conformance: %s needs a value\n", arg); return 2; }
         if (strcmp(arg, "--extension") == 0) ok = push(&a->extensions, &a->n_extensions, value);
         else if (strcmp(arg, "--provider") == 0) ok = push(&a->providers, &a->n_providers, value);
@@ -287,13 +298,17 @@ int main(int argc, char **argv)
 {
     args a;
     int rc = parse_args(argc, argv, &a);
-    if (rc != 0) return rc;
+    if (rc != 0) {
+        args_free(&a); /* a usage error exits 2, with nothing left for the leak checker to report */
+        return rc;
+    }
 
     gufo_registry *registry = NULL;
     gufo_error err = {0};
     if (gufo_registry_create(&registry, &err) != GUFO_OK || gufo_registry_populate(registry, &err) != GUFO_OK) {
         fprintf(stderr, "gufo_conformance: cannot load the registry: %s\n", err.message);
         gufo_registry_destroy(registry);
+        args_free(&a);
         return 2;
     }
 
@@ -306,6 +321,7 @@ int main(int argc, char **argv)
                    p.available ? "" : " unavailable: ", p.available ? "" : p.reason);
         }
         gufo_registry_destroy(registry);
+        args_free(&a);
         return 0;
     }
 
@@ -390,6 +406,10 @@ int main(int argc, char **argv)
     if (n_runs == 0) {
         fprintf(stderr, "gufo_conformance: no provider matches the --extension/--provider filters "
                         "(--list shows what is compiled in)\n");
+        free(ctxs);
+        free(reports);
+        free(runs);
+        args_free(&a);
         gufo_registry_destroy(registry);
         return 2;
     }
@@ -427,9 +447,7 @@ int main(int argc, char **argv)
     free(ctxs);
     free(reports);
     free(runs);
-    free(a.extensions);
-    free(a.providers);
-    free(a.suites);
+    args_free(&a);
     gufo_registry_destroy(registry);
     if (rc != 0) return rc;
     if (totals[CONF_FAILED]) return 1;

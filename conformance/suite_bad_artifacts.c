@@ -57,19 +57,6 @@ static bool refused_or_works(conf_case *c, const char *path, const char *what)
     return st != GUFO_OK;
 }
 
-static uint64_t data_end(const char *path, uint64_t data_start)
-{
-    gufo_gguf *g = NULL;
-    uint64_t end = 0;
-    if (gufo_gguf_open(path, GUFO_GGUF_OPEN_METADATA, &g, NULL) != GUFO_OK) return 0;
-    for (uint64_t i = 0; i < gufo_gguf_tensor_count(g); i++) {
-        gufo_tensor_info info;
-        if (gufo_gguf_tensor_at(g, i, &info) == GUFO_OK && info.offset + info.size > end) end = info.offset + info.size;
-    }
-    gufo_gguf_close(g);
-    return data_start + end;
-}
-
 static void truncated(conf_ctx *ctx, uint64_t data_start, uint64_t size)
 {
     conf_case c;
@@ -78,7 +65,9 @@ static void truncated(conf_ctx *ctx, uint64_t data_start, uint64_t size)
     snprintf(path, sizeof path, "%s/truncated.gguf", ctx->work_dir);
     /* Cut inside the header, inside the metadata, just before the data, inside
      * the data, one byte short of the last tensor's end (what follows is padding). */
-    uint64_t end = data_end(ctx->artifact->path, data_start);
+    uint64_t end = 0;
+    conf_gguf_tensor_extent(ctx->artifact->path, NULL, &end);
+    end += data_start;
     uint64_t cuts[] = {10, data_start / 2, data_start, data_start + (end - data_start) / 2, end - 1};
     size_t refused = 0;
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
@@ -144,8 +133,7 @@ static void rewritten(conf_ctx *ctx, const char *case_name, const char *what_fmt
     gufo_error err = {0};
     char what[256];
     if (conf_gguf_rewrite(ctx->artifact->path, path, &edit, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot write the altered file: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "cannot write the altered file: %s", err.message);
         return;
     }
     snprintf(what, sizeof what, what_fmt, "every");
@@ -185,11 +173,8 @@ void conf_suite_bad_artifacts(conf_ctx *ctx)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "corrupt_header");
-    if (conf_need_artifact(&c)) {
-        const char *rest[] = {"truncated_files", "missing_tensor", "wrong_shape", "unsupported_type"};
-        for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) conf_skip_case(ctx, rest[i], "no artifact to run on");
-        return;
-    }
+    static const char *const rest[] = {"truncated_files", "missing_tensor", "wrong_shape", "unsupported_type", NULL};
+    if (conf_need_artifact_for_all(&c, rest)) return;
     gufo_error err = {0};
     uint64_t data_start = 0;
     gufo_artifact *a = NULL;
@@ -197,8 +182,7 @@ void conf_suite_bad_artifacts(conf_ctx *ctx)
     if (gufo_artifact_open(ctx->artifact->path, &a, &err) == GUFO_OK) size = gufo_artifact_size(a);
     gufo_artifact_close(a);
     if (conf_gguf_data_start(ctx->artifact->path, &data_start, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot read the artifact: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "cannot read the artifact: %s", err.message);
         return;
     }
     /* The whole metadata region overwritten after the magic. */

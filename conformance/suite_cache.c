@@ -15,11 +15,6 @@ static void sum_snapshot(void *userdata, const gufo_memory_tag_usage *usage)
     if (strcmp(usage->tag, "snapshot") == 0) ((tag_sum *)userdata)->bytes += usage->bytes;
 }
 
-static uint32_t length_of(const conf_model *m, const conf_session *s)
-{
-    return ((const gufo_text_generation_iface *)m->provider->iface)->session_length(m->model, s->session);
-}
-
 static void truncate_case(conf_ctx *ctx, const conf_model *m, const gufo_text_model_info *info,
                           const gufo_token *prompt)
 {
@@ -34,26 +29,21 @@ static void truncate_case(conf_ctx *ctx, const conf_model *m, const gufo_text_mo
     size_t keep = PROMPT * 3 / 4;
     gufo_token fresh[GEN], got[GEN], detour[DETOUR];
     conf_session s;
-    conf_session *one = &s;
     if (conf_greedy_run(m, prompt, PROMPT, GEN, fresh, &err) != GUFO_OK ||
         conf_session_open(m, 0, &s, &err) != GUFO_OK) {
-        conf_case_fail(&c, "set-up failed: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "set-up failed: %s", err.message);
         return;
     }
     /* History: the prompt plus a detour of generated tokens; then back to `keep`. */
-    bool ok = conf_prefill(m, &s, prompt, PROMPT, 0, NULL, NULL, &err) == GUFO_OK &&
-              conf_decode_greedy(m, &one, 1, DETOUR, detour, &err) == GUFO_OK;
+    bool ok = conf_session_generate(m, &s, prompt, PROMPT, DETOUR, detour, &err) == GUFO_OK;
     if (ok && t->truncate(m->model, s.session, (uint32_t)keep, &err) != GUFO_OK) {
         conf_case_fail(&c, "truncate to %zu failed: %s", keep, err.message);
         ok = false;
     }
-    if (ok && length_of(m, &s) != keep) conf_case_fail(&c, "after truncate the length is %u, not %zu",
-                                                       length_of(m, &s), keep);
-    gufo_sampler_reset(s.sampler);
-    for (size_t i = 0; i < keep; i++) gufo_sampler_accept(s.sampler, prompt[i]);
-    if (ok && (conf_prefill(m, &s, prompt + keep, PROMPT - keep, 0, NULL, NULL, &err) != GUFO_OK ||
-               conf_decode_greedy(m, &one, 1, GEN, got, &err) != GUFO_OK)) {
+    if (ok && conf_session_length(m, &s) != keep) conf_case_fail(&c, "after truncate the length is %u, not %zu",
+                                                       conf_session_length(m, &s), keep);
+    conf_session_rewound(&s, prompt, keep, -1);
+    if (ok && conf_session_generate(m, &s, prompt + keep, PROMPT - keep, GEN, got, &err) != GUFO_OK) {
         conf_case_fail(&c, "continuing after truncate failed: %s", err.message);
         ok = false;
     }
@@ -87,7 +77,6 @@ static void snapshot_case(conf_ctx *ctx, const conf_model *m, const gufo_text_mo
     gufo_error err = {0};
     gufo_token fresh[GEN], got[GEN], other[GEN], detour[DETOUR];
     conf_session s, s2;
-    conf_session *one = &s;
     gufo_text_snapshot *snap = NULL;
     tag_sum before = {0}, during = {0}, after = {0};
     gufo_memory_foreach_tag(m->memory, sum_snapshot, &before);
@@ -96,8 +85,7 @@ static void snapshot_case(conf_ctx *ctx, const conf_model *m, const gufo_text_mo
     bool ok = conf_greedy_run(m, prompt, at, GEN, fresh, &err) == GUFO_OK &&
               conf_session_open(m, 0, &s, &err) == GUFO_OK;
     if (!ok) {
-        conf_case_fail(&c, "set-up failed: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "set-up failed: %s", err.message);
         return;
     }
     /* Snapshot at `at`, wander off, restore, continue. */
@@ -111,16 +99,14 @@ static void snapshot_case(conf_ctx *ctx, const conf_model *m, const gufo_text_mo
     if (ok && t->snapshot_length && t->snapshot_length(m->model, snap) != at)
         conf_case_fail(&c, "snapshot_length says %u, the snapshot was taken at %zu",
                        t->snapshot_length(m->model, snap), at);
-    ok = ok && conf_decode_greedy(m, &one, 1, DETOUR, detour, &err) == GUFO_OK;
+    ok = ok && conf_session_generate(m, &s, NULL, 0, DETOUR, detour, &err) == GUFO_OK;
     if (ok && t->restore(m->model, s.session, snap, &err) != GUFO_OK) {
         conf_case_fail(&c, "restore failed: %s", err.message);
         ok = false;
     }
-    if (ok && length_of(m, &s) != at) conf_case_fail(&c, "after restore the length is %u, not %zu", length_of(m, &s), at);
-    gufo_sampler_reset(s.sampler);
-    for (size_t i = 0; i < at; i++) gufo_sampler_accept(s.sampler, prompt[i]);
-    s.next = next_at_snapshot;
-    if (ok && conf_decode_greedy(m, &one, 1, GEN, got, &err) != GUFO_OK) {
+    if (ok && conf_session_length(m, &s) != at) conf_case_fail(&c, "after restore the length is %u, not %zu", conf_session_length(m, &s), at);
+    conf_session_rewound(&s, prompt, at, next_at_snapshot);
+    if (ok && conf_session_generate(m, &s, NULL, 0, GEN, got, &err) != GUFO_OK) {
         conf_case_fail(&c, "continuing after restore failed: %s", err.message);
         ok = false;
     }
@@ -132,13 +118,11 @@ static void snapshot_case(conf_ctx *ctx, const conf_model *m, const gufo_text_mo
 
     conf_case_begin(&c, ctx, "snapshot_into_other_session");
     if (snap && conf_session_open(m, 0, &s2, &err) == GUFO_OK) {
-        conf_session *two = &s2;
         if (t->restore(m->model, s2.session, snap, &err) != GUFO_OK) {
             conf_case_fail(&c, "restoring into a new session failed: %s", err.message);
         } else {
-            for (size_t i = 0; i < at; i++) gufo_sampler_accept(s2.sampler, prompt[i]);
-            s2.next = next_at_snapshot;
-            if (conf_decode_greedy(m, &two, 1, GEN, other, &err) != GUFO_OK)
+            conf_session_rewound(&s2, prompt, at, next_at_snapshot);
+            if (conf_session_generate(m, &s2, NULL, 0, GEN, other, &err) != GUFO_OK)
                 conf_case_fail(&c, "decoding the restored session failed: %s", err.message);
             else if (memcmp(other, fresh, sizeof other) != 0)
                 conf_case_fail(&c, "a new session restored from the snapshot continues differently");
@@ -166,13 +150,11 @@ static void overflow_case(conf_ctx *ctx, const conf_model *m)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "context_overflow");
-    const gufo_text_generation_iface *t = m->provider->iface;
     enum { CTX = 16 };
     conf_session s;
     gufo_error err = {0};
     if (conf_session_open(m, CTX, &s, &err) != GUFO_OK) {
-        conf_case_fail(&c, "session with a %d-token context: %s", CTX, err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "session with a %d-token context: %s", CTX, err.message);
         return;
     }
     gufo_token prompt[CTX + 4];
@@ -183,8 +165,8 @@ static void overflow_case(conf_ctx *ctx, const conf_model *m)
     if (st != GUFO_E_CONTEXT_OVERFLOW)
         conf_case_fail(&c, "appending past the session's context returned %s, not GUFO_E_CONTEXT_OVERFLOW",
                        gufo_status_name(st));
-    if (t->session_length(m->model, s.session) != CTX - 2)
-        conf_case_fail(&c, "the refused prefill changed the session (%u tokens)", t->session_length(m->model, s.session));
+    if (conf_session_length(m, &s) != CTX - 2)
+        conf_case_fail(&c, "the refused prefill changed the session (%u tokens)", conf_session_length(m, &s));
     conf_session_close(m, &s);
     conf_case_end(&c, "appending past a %d-token session context fails with GUFO_E_CONTEXT_OVERFLOW before any work",
                   CTX);
@@ -192,22 +174,9 @@ static void overflow_case(conf_ctx *ctx, const conf_model *m)
 
 void conf_suite_cache(conf_ctx *ctx)
 {
-    conf_case c;
-    conf_case_begin(&c, ctx, "model_loads");
-    if (conf_need_artifact(&c)) return;
     conf_model m;
-    gufo_error err = {0};
-    if (conf_model_open(ctx, NULL, ctx->artifact->path, 0, &m, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot create the model: %s", err.message);
-        conf_case_end(&c, "-");
-        conf_model_close(&m);
-        return;
-    }
-    gufo_text_model_info info = {.struct_size = sizeof info};
-    ((const gufo_text_generation_iface *)m.provider->iface)->get_info(m.model, &info);
-    conf_case_end(&c, "created; cache_caps:%s%s, snapshot granularity %u",
-                  info.cache_caps & GUFO_CACHE_TRUNCATE ? " truncate" : "",
-                  info.cache_caps & GUFO_CACHE_SNAPSHOT ? " snapshot" : "", info.snapshot_granularity);
+    if (!conf_model_loads(ctx, &m, NULL)) return;
+    gufo_text_model_info info = conf_text_info(&m);
     gufo_token prompt[PROMPT];
     conf_make_prompt(&m, 23, prompt, PROMPT);
     truncate_case(ctx, &m, &info, prompt);

@@ -25,16 +25,14 @@ static void registered_equals_manifest(conf_ctx *ctx)
     conf_case c;
     conf_case_begin(&c, ctx, "registered_equals_manifest");
     if (!ctx->manifest) {
-        conf_case_fail(&c, "cannot read the extension's manifest: %s", ctx->manifest_error);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "cannot read the extension's manifest: %s", ctx->manifest_error);
         return;
     }
     const gufo_provider *reg = ctx->provider.provider;
     const cJSON *mp = manifest_provider(ctx);
     if (!mp) {
-        conf_case_fail(&c, "provider '%s' is not in %s/extension.json", ctx->provider.decl->id,
+        conf_case_abort(&c, "provider '%s' is not in %s/extension.json", ctx->provider.decl->id,
                        ctx->extension.decl->source_dir);
-        conf_case_end(&c, "-");
         return;
     }
     if (strcmp(reg->id, ctx->provider.decl->id) != 0)
@@ -176,8 +174,7 @@ static void probe_reads_metadata_only(conf_ctx *ctx)
     gufo_error err = {0};
     uint64_t data_start = 0, before = 0, after = 0, own = 0, own2 = 0;
     if (conf_gguf_data_start(path, &data_start, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot locate the tensor data: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "cannot locate the tensor data: %s", err.message);
         return;
     }
     if (!read_rchar(&before, &own)) {
@@ -200,6 +197,18 @@ static void probe_reads_metadata_only(conf_ctx *ctx)
                   (unsigned long long)read, (unsigned long long)data_start, (unsigned long long)file_size);
 }
 
+/* Opens `path` as the host does and asks the provider's probe about it.
+ * Returns false (with `err`) when the runtime cannot open the file; true
+ * otherwise, with the probe's status in *st and its answer in *r. */
+static bool probe_file(const conf_ctx *ctx, const char *path, gufo_status *st, gufo_probe_result *r, gufo_error *err)
+{
+    gufo_artifact *art = NULL;
+    if (gufo_artifact_open(path, &art, err) != GUFO_OK) return false;
+    *st = ctx->provider.provider->probe(ctx->provider.provider->userdata, art, r);
+    gufo_artifact_close(art);
+    return true;
+}
+
 static void probe_ignores_tensor_bytes(conf_ctx *ctx)
 {
     conf_case c;
@@ -211,18 +220,15 @@ static void probe_ignores_tensor_bytes(conf_ctx *ctx)
     snprintf(path, sizeof path, "%s/tensor-bytes-garbage.gguf", ctx->work_dir);
     if (conf_gguf_data_start(ctx->artifact->path, &data_start, &err) != GUFO_OK ||
         conf_file_fill_copy(ctx->artifact->path, path, data_start, 0xFF, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot write the test file: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "cannot write the test file: %s", err.message);
         return;
     }
-    gufo_artifact *art = NULL;
     gufo_probe_result r = {0};
-    gufo_status st = gufo_artifact_open(path, &art, &err);
-    if (st != GUFO_OK) conf_case_fail(&c, "the runtime cannot open the file: %s", err.message);
-    else if ((st = ctx->provider.provider->probe(ctx->provider.provider->userdata, art, &r)) != GUFO_OK || !r.accept)
+    gufo_status st = GUFO_OK;
+    if (!probe_file(ctx, path, &st, &r, &err)) conf_case_fail(&c, "the runtime cannot open the file: %s", err.message);
+    else if (st != GUFO_OK || !r.accept)
         conf_case_fail(&c, "the probe's answer depends on tensor bytes: with every data byte set to 0xFF it said "
                        "%s (%s)", st != GUFO_OK ? gufo_status_name(st) : "no", r.reason);
-    gufo_artifact_close(art);
     remove(path);
     conf_case_end(&c, "same answer (yes) with every tensor-data byte overwritten");
 }
@@ -237,21 +243,19 @@ static void probe_declines(conf_ctx *ctx, const char *name, const conf_gguf_edit
     snprintf(path, sizeof path, "%s/%s.gguf", ctx->work_dir, name);
     gufo_error err = {0};
     if (conf_gguf_rewrite(ctx->artifact->path, path, edit, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot write the test file: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "cannot write the test file: %s", err.message);
         return;
     }
-    gufo_artifact *art = NULL;
     gufo_probe_result r = {0};
-    gufo_status st = gufo_artifact_open(path, &art, &err);
-    if (st != GUFO_OK) {
+    gufo_status st = GUFO_OK;
+    if (!probe_file(ctx, path, &st, &r, &err)) {
+        st = err.status;
         conf_case_fail(&c, "the runtime cannot open the rewritten file: %s", err.message);
-    } else {
-        st = ctx->provider.provider->probe(ctx->provider.provider->userdata, art, &r);
-        if (st == GUFO_OK && r.accept) conf_case_fail(&c, "the probe accepted a file with %s", what);
-        else if (st == GUFO_OK && !r.reason[0]) conf_case_fail(&c, "the probe declined %s without a reason", what);
+    } else if (st == GUFO_OK && r.accept) {
+        conf_case_fail(&c, "the probe accepted a file with %s", what);
+    } else if (st == GUFO_OK && !r.reason[0]) {
+        conf_case_fail(&c, "the probe declined %s without a reason", what);
     }
-    gufo_artifact_close(art);
     remove(path);
     conf_case_end(&c, "declined: %s", st == GUFO_OK ? r.reason : gufo_status_name(st));
 }
@@ -269,8 +273,7 @@ static void registry_selects(conf_ctx *ctx)
         st = gufo_registry_select(ctx->registry, ctx->provider.decl->capability, art, NULL, NULL, &chosen, &err);
     gufo_artifact_close(art);
     if (st != GUFO_OK) {
-        conf_case_fail(&c, "selection failed: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "selection failed: %s", err.message);
         return;
     }
     if (strcmp(chosen.decl->id, ctx->provider.decl->id) != 0)

@@ -8,13 +8,6 @@
 
 enum { N_SESSIONS = 3, PROMPT = 20, GEN = 12 };
 
-static gufo_text_model_info text_info(const conf_model *m)
-{
-    gufo_text_model_info info = {.struct_size = sizeof info};
-    ((const gufo_text_generation_iface *)m->provider->iface)->get_info(m->model, &info);
-    return info;
-}
-
 static void text_isolation(conf_ctx *ctx, const conf_model *m)
 {
     gufo_token prompts[N_SESSIONS][PROMPT];
@@ -28,8 +21,7 @@ static void text_isolation(conf_ctx *ctx, const conf_model *m)
         gufo_token again[GEN];
         if (conf_greedy_run(m, prompts[i], PROMPT, GEN, solo[i], &err) != GUFO_OK ||
             conf_greedy_run(m, prompts[i], PROMPT, GEN, again, &err) != GUFO_OK) {
-            conf_case_fail(&c, "a solo run failed: %s", err.message);
-            conf_case_end(&c, "-");
+            conf_case_abort(&c, "a solo run failed: %s", err.message);
             return;
         }
         if (memcmp(solo[i], again, sizeof again) != 0) conf_case_fail(&c, "prompt %d gives different tokens twice", i);
@@ -50,7 +42,7 @@ static void text_isolation(conf_ctx *ctx, const conf_model *m)
         conf_case_fail(&c, "cannot hold %d sessions at once: %s", N_SESSIONS, err.message);
     } else {
         size_t chunk = 7;
-        gufo_text_model_info info = text_info(m);
+        gufo_text_model_info info = conf_text_info(m);
         if (info.max_prefill_chunk && chunk > info.max_prefill_chunk) chunk = info.max_prefill_chunk;
         /* Alternate by hand: each call appends `chunk` tokens and only the final one produces output. */
         const gufo_text_generation_iface *t = m->provider->iface;
@@ -87,7 +79,7 @@ static void text_isolation(conf_ctx *ctx, const conf_model *m)
                                    N_SESSIONS);
         }
         conf_case_end(&c, "%d sessions decoded together (max_batch %u) give their solo tokens", N_SESSIONS,
-                      text_info(m).max_batch);
+                      conf_text_info(m).max_batch);
     }
     for (int i = 0; i < opened; i++) conf_session_close(m, &s[i]);
 
@@ -95,14 +87,11 @@ static void text_isolation(conf_ctx *ctx, const conf_model *m)
     conf_case_begin(&c, ctx, "join_and_leave");
     conf_session a, b, x;
     if (conf_session_open(m, 0, &a, &err) != GUFO_OK) {
-        conf_case_fail(&c, "session: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "session: %s", err.message);
         return;
     }
     gufo_token ta[GEN], tb[GEN];
-    bool ok = conf_prefill(m, &a, prompts[0], PROMPT, 0, NULL, NULL, &err) == GUFO_OK;
-    conf_session *one = &a;
-    ok = ok && conf_decode_greedy(m, &one, 1, GEN / 2, ta, &err) == GUFO_OK; /* a: first half alone */
+    bool ok = conf_session_generate(m, &a, prompts[0], PROMPT, GEN / 2, ta, &err) == GUFO_OK; /* a: first half alone */
     /* x comes and goes between a's steps: a prefill, then destroyed. */
     if (ok && conf_session_open(m, 0, &x, &err) == GUFO_OK) {
         ok = conf_prefill(m, &x, prompts[2], PROMPT, 0, NULL, NULL, &err) == GUFO_OK;
@@ -132,8 +121,7 @@ static void text_isolation(conf_ctx *ctx, const conf_model *m)
 static void decisions_isolation(conf_ctx *ctx, const conf_model *m)
 {
     const gufo_decisions_iface *d = m->provider->iface;
-    gufo_decisions_info info = {.struct_size = sizeof info};
-    d->get_info(m->model, &info);
+    gufo_decisions_info info = conf_decisions_info(m);
     static const char *const texts[] = {"The weather is lovely today.", "Il fait beau aujourd'hui.",
                                         "Heute ist das Wetter sch\xc3\xb6n.", "Hoy hace buen tiempo.",
                                         "Oggi il tempo \xc3\xa8 bello.", "Hoje o tempo est\xc3\xa1 bom."};
@@ -152,8 +140,7 @@ static void decisions_isolation(conf_ctx *ctx, const conf_model *m)
         gufo_decision_item item = {.text = texts[i], .len = strlen(texts[i]), .out_scores = solo[i]};
         gufo_decision_batch b = {.struct_size = sizeof b, .items = &item, .n_items = 1};
         if (d->decide(m->model, &b, &err) != GUFO_OK || item.status != GUFO_OK) {
-            conf_case_fail(&c, "decide failed: %s", err.message);
-            conf_case_end(&c, "-");
+            conf_case_abort(&c, "decide failed: %s", err.message);
             return;
         }
         solo_label[i] = item.out_label;
@@ -164,11 +151,8 @@ static void decisions_isolation(conf_ctx *ctx, const conf_model *m)
     for (size_t i = 0; i < NT; i++)
         items[i] = (gufo_decision_item){.text = texts[NT - 1 - i], .len = strlen(texts[NT - 1 - i]),
                                         .out_scores = batched[NT - 1 - i]};
-    for (size_t first = 0; first < NT; first += max_batch) {
-        gufo_decision_batch b = {.struct_size = sizeof b, .items = items + first,
-                                 .n_items = NT - first < max_batch ? NT - first : max_batch};
-        if (d->decide(m->model, &b, &err) != GUFO_OK) conf_case_fail(&c, "batched decide failed: %s", err.message);
-    }
+    if (conf_decide_in_batches(m, items, NT, &err) != GUFO_OK)
+        conf_case_fail(&c, "batched decide failed: %s", err.message);
     for (size_t i = 0; i < NT && !c.failures; i++) {
         size_t k = NT - 1 - i;
         if (items[i].out_label != solo_label[k])
@@ -182,18 +166,8 @@ static void decisions_isolation(conf_ctx *ctx, const conf_model *m)
 
 void conf_suite_isolation(conf_ctx *ctx)
 {
-    conf_case c;
-    conf_case_begin(&c, ctx, "model_loads");
-    if (conf_need_artifact(&c)) return;
     conf_model m;
-    gufo_error err = {0};
-    if (conf_model_open(ctx, NULL, ctx->artifact->path, 0, &m, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot create the model: %s", err.message);
-        conf_case_end(&c, "-");
-        conf_model_close(&m);
-        return;
-    }
-    conf_case_end(&c, "created from %s", ctx->artifact->path);
+    if (!conf_model_loads(ctx, &m, NULL)) return;
     if (ctx->provider.decl->capability == GUFO_CAPABILITY_TEXT_GENERATION) text_isolation(ctx, &m);
     else decisions_isolation(ctx, &m);
     conf_model_close(&m);

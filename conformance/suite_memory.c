@@ -20,39 +20,23 @@ static gufo_status workload(const conf_ctx *ctx, const conf_model *m, gufo_error
     return conf_greedy_run(m, prompt, PROMPT, GEN, out, err);
 }
 
-static uint64_t tensor_bytes(const char *path)
-{
-    gufo_gguf *g = NULL;
-    uint64_t total = 0;
-    if (gufo_gguf_open(path, GUFO_GGUF_OPEN_METADATA, &g, NULL) != GUFO_OK) return 0;
-    for (uint64_t i = 0; i < gufo_gguf_tensor_count(g); i++) {
-        gufo_tensor_info info;
-        if (gufo_gguf_tensor_at(g, i, &info) == GUFO_OK) total += info.size;
-    }
-    gufo_gguf_close(g);
-    return total;
-}
-
 void conf_suite_memory(conf_ctx *ctx)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "weights_counted");
-    if (conf_need_artifact(&c)) {
-        const char *rest[] = {"fits_its_own_peak", "tiny_budget_refused", "session_over_budget", "returns_every_byte"};
-        for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) conf_skip_case(ctx, rest[i], "no artifact to run on");
-        return;
-    }
+    static const char *const rest[] = {"fits_its_own_peak", "tiny_budget_refused", "session_over_budget",
+                                       "returns_every_byte", NULL};
+    if (conf_need_artifact_for_all(&c, rest)) return;
     const char *path = ctx->artifact->path;
     gufo_error err = {0};
     conf_model m;
     if (conf_model_open(ctx, NULL, path, 0, &m, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot create the model: %s", err.message);
-        conf_case_end(&c, "-");
         conf_model_close(&m);
+        conf_case_abort(&c, "cannot create the model: %s", err.message);
         return;
     }
-    uint64_t after_create = gufo_memory_used(m.memory, GUFO_MEMORY_HOST) + gufo_memory_used(m.memory, GUFO_MEMORY_DEVICE);
-    uint64_t data = tensor_bytes(path);
+    uint64_t after_create = conf_memory_counted(m.memory), data = 0;
+    conf_gguf_tensor_extent(path, &data, NULL);
     /* A provider that keeps the weights outside the pool (an uncharged mmap,
      * plain malloc) makes every budget meaningless. Half the tensor bytes is
      * a floor loose enough for providers that drop or repack some tensors. */
@@ -63,7 +47,7 @@ void conf_suite_memory(conf_ctx *ctx)
     gufo_status st = workload(ctx, &m, &err);
     if (st != GUFO_OK) conf_case_fail(&c, "the workload failed: %s", err.message);
     uint64_t peak = gufo_memory_peak(m.memory, GUFO_MEMORY_HOST);
-    uint64_t after_work = gufo_memory_used(m.memory, GUFO_MEMORY_HOST) + gufo_memory_used(m.memory, GUFO_MEMORY_DEVICE);
+    uint64_t after_work = conf_memory_counted(m.memory);
     if (after_work != after_create)
         conf_case_fail(&c, "after the workload's sessions are gone the pool counts %llu bytes, %llu after create",
                        (unsigned long long)after_work, (unsigned long long)after_create);
@@ -121,12 +105,10 @@ void conf_suite_memory(conf_ctx *ctx)
         return;
     }
     if (conf_model_open(ctx, NULL, path, budget, &m, &err) != GUFO_OK) {
-        conf_case_fail(&c, "create within %llu bytes failed: %s", (unsigned long long)budget, err.message);
-        conf_case_end(&c, "-");
         conf_model_close(&m);
+        conf_case_abort(&c, "create within %llu bytes failed: %s", (unsigned long long)budget, err.message);
         return;
     }
-    const gufo_text_generation_iface *t = m.provider->iface;
     conf_session sessions[64];
     size_t opened = 0, refused_at = 0;
     gufo_status refusal = GUFO_OK;
@@ -137,7 +119,7 @@ void conf_suite_memory(conf_ctx *ctx)
         if (st == GUFO_OK) {
             st = conf_prefill(&m, &sessions[opened], prompt, PROMPT, 0, NULL, NULL, &err);
             if (st != GUFO_OK) {
-                refused_at = t->session_length(m.model, sessions[opened].session);
+                refused_at = conf_session_length(&m, &sessions[opened]);
                 opened++;
             }
         }

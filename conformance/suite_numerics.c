@@ -17,11 +17,11 @@ static gufo_token *json_tokens(const cJSON *array, size_t *n)
     return t;
 }
 
-static gufo_text_model_info text_info(const conf_model *m)
+/* Keeps the largest |x - y| seen in *worst; a NaN on either side counts as infinitely far. */
+static void note_difference(double *worst, double x, double y)
 {
-    gufo_text_model_info info = {.struct_size = sizeof info};
-    ((const gufo_text_generation_iface *)m->provider->iface)->get_info(m->model, &info);
-    return info;
+    double d = fabs(x - y);
+    if (!(d <= *worst)) *worst = isnan(d) ? INFINITY : d;
 }
 
 /* Greedy continuations: the tokens the reference implementation picked. */
@@ -29,11 +29,8 @@ static void text_greedy_golden(conf_ctx *ctx, const conf_model *m)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "greedy_golden");
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(conf_reference(ctx), "generation");
-    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
-        conf_case_skip(&c, "the extension ships no golden continuations for this artifact (\"generation\")");
-        return;
-    }
+    const cJSON *list = conf_reference_entries(&c, "generation", "golden greedy continuations");
+    if (!list) return;
     size_t runs = 0, tokens = 0;
     const cJSON *g;
     cJSON_ArrayForEach(g, list) {
@@ -68,13 +65,10 @@ static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "logits_golden");
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(conf_reference(ctx), "logits");
-    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
-        conf_case_skip(&c, "the extension ships no golden logits for this artifact (\"logits\")");
-        return;
-    }
+    const cJSON *list = conf_reference_entries(&c, "logits", "golden logits");
+    if (!list) return;
     double tol = conf_tolerance(ctx, "logits_abs", 1e-3);
-    gufo_text_model_info info = text_info(m);
+    gufo_text_model_info info = conf_text_info(m);
     float *logits = malloc((size_t)info.n_vocab * sizeof *logits);
     double worst = 0;
     size_t positions = 0, seqs = 0;
@@ -105,8 +99,7 @@ static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
                 int v = 0;
                 const cJSON *x;
                 cJSON_ArrayForEach(x, row) {
-                    double d = fabs((double)logits[v] - x->valuedouble);
-                    if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+                    note_difference(&worst, (double)logits[v], x->valuedouble);
                     v++;
                 }
                 positions++;
@@ -144,30 +137,38 @@ static bool find_peer(const conf_ctx *ctx, gufo_provider_info *out, char *why, s
     return false;
 }
 
+/* Case `cross_provider`, begun in `c`: finds the peer provider and creates
+ * its model from the artifact under test. Returns false with the case ended
+ * (skipped when there is no peer or it declines the artifact, failed when it
+ * cannot load it). */
+static bool open_peer(conf_case *c, gufo_provider_info *peer, conf_model *other)
+{
+    conf_ctx *ctx = c->ctx;
+    char why[600];
+    if (!find_peer(ctx, peer, why, sizeof why)) {
+        conf_case_skip(c, "%s", why);
+        return false;
+    }
+    gufo_error err = {0};
+    if (conf_model_open(ctx, peer->provider, ctx->artifact->path, 0, other, &err) == GUFO_OK) return true;
+    conf_model_close(other);
+    if (err.status == GUFO_E_DECLINED)
+        conf_case_skip(c, "provider '%s' declines this artifact: %s", peer->decl->id, err.message);
+    else
+        conf_case_abort(c, "provider '%s' cannot load the artifact: %s", peer->decl->id, err.message);
+    return false;
+}
+
 static void text_cross_provider(conf_ctx *ctx, const conf_model *m)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "cross_provider");
     gufo_provider_info peer;
-    char why[600];
-    if (!find_peer(ctx, &peer, why, sizeof why)) {
-        conf_case_skip(&c, "%s", why);
-        return;
-    }
     conf_model other;
+    if (!open_peer(&c, &peer, &other)) return;
     gufo_error err = {0};
-    if (conf_model_open(ctx, peer.provider, ctx->artifact->path, 0, &other, &err) != GUFO_OK) {
-        conf_model_close(&other);
-        if (err.status == GUFO_E_DECLINED) {
-            conf_case_skip(&c, "provider '%s' declines this artifact: %s", peer.decl->id, err.message);
-            return;
-        }
-        conf_case_fail(&c, "provider '%s' cannot load the artifact: %s", peer.decl->id, err.message);
-        conf_case_end(&c, "-");
-        return;
-    }
     double tol = conf_tolerance(ctx, "cross_provider_logits_abs", 1e-2);
-    gufo_text_model_info info = text_info(m);
+    gufo_text_model_info info = conf_text_info(m);
     enum { N = 24, SEQS = 3 };
     float *a = malloc((size_t)info.n_vocab * sizeof *a), *b = malloc((size_t)info.n_vocab * sizeof *b);
     double worst = 0;
@@ -191,8 +192,7 @@ static void text_cross_provider(conf_ctx *ctx, const conf_model *m)
             gufo_token ta = gufo_argmax(a, info.n_vocab), tb = gufo_argmax(b, info.n_vocab);
             float second = -INFINITY;
             for (int32_t v = 0; v < info.n_vocab; v++) {
-                double d = fabs((double)a[v] - (double)b[v]);
-                if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+                note_difference(&worst, (double)a[v], (double)b[v]);
                 if (v != ta && a[v] > second) second = a[v];
             }
             /* Argmax must agree where it is decided by more than twice the tolerance. */
@@ -221,26 +221,11 @@ static void decisions_cross_provider(conf_ctx *ctx, const conf_model *m, const g
     conf_case c;
     conf_case_begin(&c, ctx, "cross_provider");
     gufo_provider_info peer;
-    char why[600];
-    if (!find_peer(ctx, &peer, why, sizeof why)) {
-        conf_case_skip(&c, "%s", why);
-        return;
-    }
     conf_model other;
+    if (!open_peer(&c, &peer, &other)) return;
     gufo_error err = {0};
-    if (conf_model_open(ctx, peer.provider, ctx->artifact->path, 0, &other, &err) != GUFO_OK) {
-        conf_model_close(&other);
-        if (err.status == GUFO_E_DECLINED) {
-            conf_case_skip(&c, "provider '%s' declines this artifact: %s", peer.decl->id, err.message);
-            return;
-        }
-        conf_case_fail(&c, "provider '%s' cannot load the artifact: %s", peer.decl->id, err.message);
-        conf_case_end(&c, "-");
-        return;
-    }
     const gufo_decisions_iface *mine = m->provider->iface, *theirs = other.provider->iface;
-    gufo_decisions_info other_info = {.struct_size = sizeof other_info};
-    theirs->get_info(other.model, &other_info);
+    gufo_decisions_info other_info = conf_decisions_info(&other);
     /* Probabilities of one model on two code paths: float rounding only. */
     double tol = 1e-4, worst = 0;
     static const char *const texts[] = {"Where is the station?", "Wo ist der Bahnhof?", "O\xc3\xb9 est la gare ?",
@@ -268,8 +253,7 @@ static void decisions_cross_provider(conf_ctx *ctx, const conf_model *m, const g
                     conf_case_fail(&c, "input %zu: label %u here, %u from '%s'", i, ia[i].out_label, ib[i].out_label,
                                    peer.decl->id);
                 for (size_t l = 0; l < nl; l++) {
-                    double d = fabs((double)a[i * nl + l] - (double)b[i * nl + l]);
-                    if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+                    note_difference(&worst, (double)a[i * nl + l], (double)b[i * nl + l]);
                 }
             }
             if (worst > tol) conf_case_fail(&c, "scores differ from '%s' by %.3g > %.3g", peer.decl->id, worst, tol);
@@ -285,8 +269,7 @@ static void decisions_cross_provider(conf_ctx *ctx, const conf_model *m, const g
 static void decisions_golden(conf_ctx *ctx, const conf_model *m)
 {
     const gufo_decisions_iface *d = m->provider->iface;
-    gufo_decisions_info info = {.struct_size = sizeof info};
-    d->get_info(m->model, &info);
+    gufo_decisions_info info = conf_decisions_info(m);
 
     conf_case c;
     conf_case_begin(&c, ctx, "scores_are_probabilities");
@@ -332,21 +315,14 @@ static void decisions_golden(conf_ctx *ctx, const conf_model *m)
     }
     const cJSON *min = cJSON_GetObjectItemCaseSensitive(ref, "min_agreement");
     double min_agreement = cJSON_IsNumber(min) ? min->valuedouble : 1.0;
-    size_t n = (size_t)cJSON_GetArraySize(cases), agree = 0, max_batch = info.max_batch ? info.max_batch : 1;
+    size_t n = (size_t)cJSON_GetArraySize(cases), agree = 0;
     gufo_decision_item *all = calloc(n, sizeof *all);
     for (size_t i = 0; all && i < n; i++) {
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cases, (int)i),
                                                                                  "text"));
         all[i] = (gufo_decision_item){.text = text ? text : "", .len = text ? strlen(text) : 0};
     }
-    for (size_t first = 0; all && first < n; first += max_batch) {
-        gufo_decision_batch b = {.struct_size = sizeof b, .items = all + first,
-                                 .n_items = n - first < max_batch ? n - first : max_batch};
-        if (d->decide(m->model, &b, &err) != GUFO_OK) {
-            conf_case_fail(&c, "decide failed: %s", err.message);
-            break;
-        }
-    }
+    if (all && conf_decide_in_batches(m, all, n, &err) != GUFO_OK) conf_case_fail(&c, "decide failed: %s", err.message);
     for (size_t i = 0; all && i < n; i++) {
         const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cases, (int)i),
                                                                                  "label"));
@@ -366,18 +342,8 @@ static void decisions_golden(conf_ctx *ctx, const conf_model *m)
 
 void conf_suite_numerics(conf_ctx *ctx)
 {
-    conf_case c;
-    conf_case_begin(&c, ctx, "model_loads");
-    if (conf_need_artifact(&c)) return;
     conf_model m;
-    gufo_error err = {0};
-    if (conf_model_open(ctx, NULL, ctx->artifact->path, 0, &m, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot create the model: %s", err.message);
-        conf_case_end(&c, "-");
-        conf_model_close(&m);
-        return;
-    }
-    conf_case_end(&c, "created from %s", ctx->artifact->path);
+    if (!conf_model_loads(ctx, &m, NULL)) return;
     if (ctx->provider.decl->capability == GUFO_CAPABILITY_TEXT_GENERATION) {
         text_greedy_golden(ctx, &m);
         text_logits_golden(ctx, &m);

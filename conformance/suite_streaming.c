@@ -13,39 +13,23 @@
 
 enum { PROMPT = 24, GEN = 10 };
 
-static uint32_t length_of(const conf_model *m, const conf_session *s)
-{
-    const gufo_text_generation_iface *t = m->provider->iface;
-    return t->session_length(m->model, s->session);
-}
-
 /* Streams a greedy continuation through detokenize() token by token, the way
  * the server sends it, and compares with detokenizing it at once. */
 static void streamed_text(conf_ctx *ctx, const conf_model *m, const gufo_token *prompt)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "streamed_text");
-    const gufo_text_generation_iface *t = m->provider->iface;
     gufo_token tokens[GEN * 3];
     gufo_error err = {0};
     if (conf_greedy_run(m, prompt, PROMPT, GEN * 3, tokens, &err) != GUFO_OK) {
-        conf_case_fail(&c, "generation failed: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "generation failed: %s", err.message);
         return;
     }
-    gufo_text_buffer *piece = NULL, *all = NULL;
-    gufo_text_buffer_create(0, &piece);
+    gufo_text_buffer *all = NULL;
     gufo_text_buffer_create(0, &all);
-    gufo_detok_state state = {{0}, 0, 0};
-    for (size_t k = 0; k <= GEN * 3; k++) {
-        gufo_text_buffer_clear(piece);
-        if (t->detokenize(m->model, &state, k < GEN * 3 ? tokens[k] : GUFO_DETOK_FLUSH, false, piece) != GUFO_OK)
-            conf_case_fail(&c, "detokenize failed at token %zu", k);
-        size_t len = 0;
-        const char *data = gufo_text_buffer_data(piece, &len);
-        if (!conf_valid_utf8(data, len)) conf_case_fail(&c, "the piece of token %zu is not valid UTF-8", k);
-        gufo_text_buffer_append(all, data, len);
-    }
+    conf_stream_result r = conf_text_stream(m, tokens, GEN * 3, all);
+    if (r.status != GUFO_OK) conf_case_fail(&c, "detokenize failed at token %zu", r.failed_at);
+    if (r.split_at != SIZE_MAX) conf_case_fail(&c, "the piece of token %zu is not valid UTF-8", r.split_at);
     size_t len = 0, whole_len = 0;
     const char *data = gufo_text_buffer_data(all, &len);
     char *whole = NULL;
@@ -53,7 +37,6 @@ static void streamed_text(conf_ctx *ctx, const conf_model *m, const gufo_token *
     if (!whole || whole_len != len || memcmp(whole, data, len) != 0)
         conf_case_fail(&c, "the streamed pieces differ from the text detokenized at once");
     free(whole);
-    gufo_text_buffer_destroy(piece);
     gufo_text_buffer_destroy(all);
     conf_case_end(&c, "%d generated tokens streamed one by one: valid UTF-8 pieces, same text as at once (%zu bytes)",
                   GEN * 3, len);
@@ -69,8 +52,7 @@ static void cancel_before_step(conf_ctx *ctx, const conf_model *m, const gufo_to
     conf_session s;
     gufo_error err = {0};
     if (conf_session_open(m, 0, &s, &err) != GUFO_OK) {
-        conf_case_fail(&c, "session: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "session: %s", err.message);
         gufo_cancel_destroy(fired);
         return;
     }
@@ -82,15 +64,13 @@ static void cancel_before_step(conf_ctx *ctx, const conf_model *m, const gufo_to
     if (st != GUFO_E_CANCELLED)
         conf_case_fail(&c, "a prefill with a fired cancel token returned %s, not GUFO_E_CANCELLED",
                        gufo_status_name(st));
-    if (length_of(m, &s) != half)
-        conf_case_fail(&c, "after the cancelled chunk the session holds %u tokens, not the %zu it had", length_of(m, &s),
+    if (conf_session_length(m, &s) != half)
+        conf_case_fail(&c, "after the cancelled chunk the session holds %u tokens, not the %zu it had", conf_session_length(m, &s),
                        half);
     /* The rest of the prompt again, without cancel: the same tokens as a run never cancelled. */
     gufo_token out[GEN];
-    conf_session *one = &s;
-    if (st == GUFO_E_CANCELLED && length_of(m, &s) == half) {
-        if (conf_prefill(m, &s, prompt + half, PROMPT - half, 0, NULL, NULL, &err) != GUFO_OK ||
-            conf_decode_greedy(m, &one, 1, GEN, out, &err) != GUFO_OK)
+    if (st == GUFO_E_CANCELLED && conf_session_length(m, &s) == half) {
+        if (conf_session_generate(m, &s, prompt + half, PROMPT - half, GEN, out, &err) != GUFO_OK)
             conf_case_fail(&c, "continuing after the cancel failed: %s", err.message);
         else if (memcmp(out, solo, sizeof out) != 0)
             conf_case_fail(&c, "the continuation after a cancelled chunk differs from an uncancelled run");
@@ -112,7 +92,7 @@ static void cancel_before_step(conf_ctx *ctx, const conf_model *m, const gufo_to
                   conf_prefill(m, &b, prompt, PROMPT, 0, NULL, NULL, &err) == GUFO_OK &&
                   conf_decode_greedy(m, pair, 2, GEN / 2, first, &err) == GUFO_OK;
         if (!ok) conf_case_fail(&c, "steps before the cancel failed: %s", err.message);
-        uint32_t la = length_of(m, &a), lb = length_of(m, &b);
+        uint32_t la = conf_session_length(m, &a), lb = conf_session_length(m, &b);
         gufo_token next[2] = {-1, -1};
         gufo_decode_item items[2] = {
             {.session = a.session, .token = a.next, .output = {.sampler = a.sampler, .out_token = &next[0]}},
@@ -124,7 +104,7 @@ static void cancel_before_step(conf_ctx *ctx, const conf_model *m, const gufo_to
         if (ok && st2 != GUFO_E_CANCELLED)
             conf_case_fail(&c, "a decode step with a fired cancel token returned %s, not GUFO_E_CANCELLED",
                            gufo_status_name(st2));
-        if (length_of(m, &a) != la || length_of(m, &b) != lb)
+        if (conf_session_length(m, &a) != la || conf_session_length(m, &b) != lb)
             conf_case_fail(&c, "the cancelled decode step changed the sessions' lengths");
         gufo_token rest[2 * (GEN / 2 + 1)];
         if (ok && st2 == GUFO_E_CANCELLED && conf_decode_greedy(m, pair, 2, GEN / 2 + 1, rest, &err) == GUFO_OK) {
@@ -156,9 +136,7 @@ static void cancel_race(conf_ctx *ctx, const conf_model *m)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "cancel_from_another_thread");
-    const gufo_text_generation_iface *t = m->provider->iface;
-    gufo_text_model_info info = {.struct_size = sizeof info};
-    t->get_info(m->model, &info);
+    gufo_text_model_info info = conf_text_info(m);
     size_t n = info.context_length > 8 ? info.context_length - 8 : 8;
     if (n > 512) n = 512;
     if (info.max_prefill_chunk && n > info.max_prefill_chunk) n = info.max_prefill_chunk;
@@ -179,7 +157,7 @@ static void cancel_race(conf_ctx *ctx, const conf_model *m)
         pthread_create(&thread, NULL, fire_later, &f);
         gufo_status st = conf_prefill(m, &s, prompt, n, n, NULL, cancel, &err);
         pthread_join(thread, NULL);
-        uint32_t len = length_of(m, &s);
+        uint32_t len = conf_session_length(m, &s);
         if (st == GUFO_OK && len == n) completed++;
         else if (st == GUFO_E_CANCELLED && len == 0) cancelled++;
         else conf_case_fail(&c, "prefill returned %s and left %u of %zu tokens", gufo_status_name(st), len, n);
@@ -195,7 +173,7 @@ static void resources_returned(conf_ctx *ctx, const conf_model *m, uint64_t base
 {
     conf_case c;
     conf_case_begin(&c, ctx, "resources_returned");
-    uint64_t used = gufo_memory_used(m->memory, GUFO_MEMORY_HOST) + gufo_memory_used(m->memory, GUFO_MEMORY_DEVICE);
+    uint64_t used = conf_memory_counted(m->memory);
     if (used != baseline)
         conf_case_fail(&c, "%llu bytes were counted after the model loaded, %llu once every session is destroyed",
                        (unsigned long long)baseline, (unsigned long long)used);
@@ -224,8 +202,7 @@ static void decisions_cancel(conf_ctx *ctx, const conf_model *m)
     conf_case_end(&c, "a cancelled batch returns GUFO_E_CANCELLED and the next one works");
 
     conf_case_begin(&c, ctx, "oversize_input_fails_alone");
-    gufo_decisions_info info = {.struct_size = sizeof info};
-    d->get_info(m->model, &info);
+    gufo_decisions_info info = conf_decisions_info(m);
     if (info.max_input_bytes == 0) {
         conf_case_skip(&c, "the classifier declares no input limit (max_input_bytes 0)");
         return;
@@ -247,29 +224,20 @@ static void decisions_cancel(conf_ctx *ctx, const conf_model *m)
 void conf_suite_streaming(conf_ctx *ctx)
 {
     conf_case c;
-    conf_case_begin(&c, ctx, "model_loads");
-    if (conf_need_artifact(&c)) return;
     conf_model m;
     gufo_error err = {0};
-    if (conf_model_open(ctx, NULL, ctx->artifact->path, 0, &m, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot create the model: %s", err.message);
-        conf_case_end(&c, "-");
-        conf_model_close(&m);
-        return;
-    }
-    conf_case_end(&c, "created from %s", ctx->artifact->path);
+    if (!conf_model_loads(ctx, &m, NULL)) return;
     if (ctx->provider.decl->capability != GUFO_CAPABILITY_TEXT_GENERATION) {
         decisions_cancel(ctx, &m);
         conf_model_close(&m);
         return;
     }
-    uint64_t baseline = gufo_memory_used(m.memory, GUFO_MEMORY_HOST) + gufo_memory_used(m.memory, GUFO_MEMORY_DEVICE);
+    uint64_t baseline = conf_memory_counted(m.memory);
     gufo_token prompt[PROMPT], solo[GEN];
     conf_make_prompt(&m, 11, prompt, PROMPT);
     if (conf_greedy_run(&m, prompt, PROMPT, GEN, solo, &err) != GUFO_OK) {
         conf_case_begin(&c, ctx, "reference_run");
-        conf_case_fail(&c, "an uncancelled run failed: %s", err.message);
-        conf_case_end(&c, "-");
+        conf_case_abort(&c, "an uncancelled run failed: %s", err.message);
     } else {
         streamed_text(ctx, &m, prompt);
         cancel_before_step(ctx, &m, prompt, solo);

@@ -96,8 +96,7 @@ static void special_tokens(conf_ctx *ctx, const conf_model *m)
     conf_case c;
     conf_case_begin(&c, ctx, "special_tokens");
     const gufo_text_generation_iface *t = m->provider->iface;
-    gufo_text_model_info info = {.struct_size = sizeof info};
-    t->get_info(m->model, &info);
+    gufo_text_model_info info = conf_text_info(m);
     size_t controls = 0, parsed = 0;
     if (info.eos_token >= 0 && !(t->token_attr(m->model, info.eos_token) & GUFO_TOKEN_END_OF_GENERATION))
         conf_case_fail(&c, "the eos token %d is not marked GUFO_TOKEN_END_OF_GENERATION", info.eos_token);
@@ -159,7 +158,6 @@ static void streaming_detokenization(conf_ctx *ctx, const conf_model *m)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "streaming_detokenization");
-    const gufo_text_generation_iface *t = m->provider->iface;
     size_t chunks = 0;
     for (size_t i = 2; i < sizeof round_trip_texts / sizeof round_trip_texts[0]; i++) {
         const char *text = round_trip_texts[i];
@@ -167,25 +165,16 @@ static void streaming_detokenization(conf_ctx *ctx, const conf_model *m)
         size_t n = 0;
         gufo_error err = {0};
         if (conf_text_tokenize(m, text, strlen(text), 0, &tokens, &n, &err) != GUFO_OK) continue;
-        gufo_text_buffer *piece = NULL, *all = NULL;
-        gufo_text_buffer_create(0, &piece);
+        gufo_text_buffer *all = NULL;
         gufo_text_buffer_create(0, &all);
-        gufo_detok_state state = {{0}, 0, 0};
-        for (size_t k = 0; k <= n; k++) {
-            gufo_text_buffer_clear(piece);
-            t->detokenize(m->model, &state, k < n ? tokens[k] : GUFO_DETOK_FLUSH, false, piece);
-            size_t len = 0;
-            const char *data = gufo_text_buffer_data(piece, &len);
-            if (!conf_valid_utf8(data, len))
-                conf_case_fail(&c, "text %zu: the piece after token %zu splits a UTF-8 character", i, k);
-            gufo_text_buffer_append(all, data, len);
-            chunks++;
-        }
+        conf_stream_result r = conf_text_stream(m, tokens, n, all);
+        if (r.split_at != SIZE_MAX)
+            conf_case_fail(&c, "text %zu: the piece after token %zu splits a UTF-8 character", i, r.split_at);
+        chunks += r.n_pieces;
         size_t len = 0;
         const char *data = gufo_text_buffer_data(all, &len);
         if (len != strlen(text) || memcmp(data, text, len) != 0)
             conf_case_fail(&c, "text %zu: the streamed pieces do not add up to the text", i);
-        gufo_text_buffer_destroy(piece);
         gufo_text_buffer_destroy(all);
         free(tokens);
     }
@@ -212,12 +201,8 @@ static void reference_vectors(conf_ctx *ctx, const conf_model *m)
 {
     conf_case c;
     conf_case_begin(&c, ctx, "reference_vectors");
-    const cJSON *vectors = cJSON_GetObjectItemCaseSensitive(conf_reference(ctx), "tokenizer");
-    if (!cJSON_IsArray(vectors) || cJSON_GetArraySize(vectors) == 0) {
-        conf_case_skip(&c, "the extension ships no tokenizer reference vectors for this artifact "
-                       "(\"tokenizer\" in its reference file)");
-        return;
-    }
+    const cJSON *vectors = conf_reference_entries(&c, "tokenizer", "tokenizer reference vectors");
+    if (!vectors) return;
     size_t checked = 0, tokens_total = 0;
     const cJSON *v;
     cJSON_ArrayForEach(v, vectors) {
@@ -256,24 +241,10 @@ static void reference_vectors(conf_ctx *ctx, const conf_model *m)
 
 void conf_suite_tokenizer(conf_ctx *ctx)
 {
+    static const char *const cases[] = {"round_trip", "invalid_utf8", "limit_retry", "special_tokens",
+                                        "streaming_detokenization", "reference_vectors", NULL};
     conf_model m;
-    gufo_error err = {0};
-    conf_case c;
-    conf_case_begin(&c, ctx, "model_loads");
-    if (conf_need_artifact(&c)) {
-        const char *cases[] = {"round_trip", "invalid_utf8", "limit_retry", "special_tokens",
-                               "streaming_detokenization", "reference_vectors"};
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            conf_skip_case(ctx, cases[i], "no artifact to run on");
-        return;
-    }
-    if (conf_model_open(ctx, NULL, ctx->artifact->path, 0, &m, &err) != GUFO_OK) {
-        conf_case_fail(&c, "cannot create the model: %s", err.message);
-        conf_case_end(&c, "-");
-        conf_model_close(&m);
-        return;
-    }
-    conf_case_end(&c, "created from %s", ctx->artifact->path);
+    if (!conf_model_loads(ctx, &m, cases)) return;
     round_trip(ctx, &m);
     invalid_utf8(ctx, &m);
     limit_retry(ctx, &m);

@@ -3,6 +3,7 @@
  * sampler told about every token the session really appends. */
 #include "conformance.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@ static const gufo_text_generation_iface *iface_of(const conf_model *m)
     return (const gufo_text_generation_iface *)m->provider->iface;
 }
 
-static gufo_text_model_info info_of(const conf_model *m)
+gufo_text_model_info conf_text_info(const conf_model *m)
 {
     gufo_text_model_info info;
     memset(&info, 0, sizeof info);
@@ -76,11 +77,36 @@ gufo_status conf_text_detokenize(const conf_model *m, const gufo_token *tokens, 
     return st;
 }
 
+conf_stream_result conf_text_stream(const conf_model *m, const gufo_token *tokens, size_t n, gufo_text_buffer *text)
+{
+    conf_stream_result r = {.status = GUFO_OK, .failed_at = 0, .n_pieces = 0, .split_at = SIZE_MAX};
+    gufo_text_buffer *piece = NULL;
+    r.status = gufo_text_buffer_create(0, &piece);
+    if (r.status != GUFO_OK) return r;
+    gufo_detok_state state;
+    memset(&state, 0, sizeof state);
+    for (size_t k = 0; k <= n; k++) {
+        gufo_text_buffer_clear(piece);
+        gufo_status st = iface_of(m)->detokenize(m->model, &state, k < n ? tokens[k] : GUFO_DETOK_FLUSH, false, piece);
+        if (st != GUFO_OK && r.status == GUFO_OK) {
+            r.status = st;
+            r.failed_at = k;
+        }
+        size_t len = 0;
+        const char *data = gufo_text_buffer_data(piece, &len);
+        if (!conf_valid_utf8(data, len) && r.split_at == SIZE_MAX) r.split_at = k;
+        gufo_text_buffer_append(text, data, len);
+        r.n_pieces++;
+    }
+    gufo_text_buffer_destroy(piece);
+    return r;
+}
+
 gufo_status conf_session_open(const conf_model *m, uint32_t context, conf_session *out, gufo_error *err)
 {
     memset(out, 0, sizeof *out);
     out->next = -1;
-    gufo_text_model_info info = info_of(m);
+    gufo_text_model_info info = conf_text_info(m);
     gufo_sampling_params sp;
     gufo_sampling_params_default(&sp);
     sp.temperature = 0.0f; /* greedy: the only sampling every provider must reproduce exactly */
@@ -104,10 +130,22 @@ void conf_session_close(const conf_model *m, conf_session *s)
     s->next = -1;
 }
 
+uint32_t conf_session_length(const conf_model *m, const conf_session *s)
+{
+    return iface_of(m)->session_length(m->model, s->session);
+}
+
+void conf_session_rewound(conf_session *s, const gufo_token *history, size_t n, gufo_token next)
+{
+    gufo_sampler_reset(s->sampler);
+    for (size_t i = 0; i < n; i++) gufo_sampler_accept(s->sampler, history[i]);
+    s->next = next;
+}
+
 gufo_status conf_prefill(const conf_model *m, conf_session *s, const gufo_token *tokens, size_t n, size_t chunk,
                          float *logits, const gufo_cancel *cancel, gufo_error *err)
 {
-    gufo_text_model_info info = info_of(m);
+    gufo_text_model_info info = conf_text_info(m);
     if (chunk == 0) chunk = info.max_prefill_chunk ? info.max_prefill_chunk : n;
     if (info.max_prefill_chunk && chunk > info.max_prefill_chunk) chunk = info.max_prefill_chunk;
     for (size_t done = 0; done < n;) {
@@ -129,7 +167,7 @@ gufo_status conf_prefill(const conf_model *m, conf_session *s, const gufo_token 
 gufo_status conf_decode_greedy(const conf_model *m, conf_session *const *sessions, size_t count, size_t n,
                                gufo_token *out, gufo_error *err)
 {
-    gufo_text_model_info info = info_of(m);
+    gufo_text_model_info info = conf_text_info(m);
     size_t max_batch = info.max_batch ? info.max_batch : 1;
     gufo_decode_item *items = calloc(count ? count : 1, sizeof *items);
     gufo_token *next = calloc(count ? count : 1, sizeof *next);
@@ -168,22 +206,28 @@ gufo_status conf_decode_greedy(const conf_model *m, conf_session *const *session
     return st;
 }
 
+gufo_status conf_session_generate(const conf_model *m, conf_session *s, const gufo_token *tokens, size_t n_tokens,
+                                  size_t n, gufo_token *out, gufo_error *err)
+{
+    gufo_status st = conf_prefill(m, s, tokens, n_tokens, 0, NULL, NULL, err);
+    if (st != GUFO_OK) return st;
+    return conf_decode_greedy(m, &s, 1, n, out, err);
+}
+
 gufo_status conf_greedy_run(const conf_model *m, const gufo_token *prompt, size_t n_prompt, size_t n, gufo_token *out,
                             gufo_error *err)
 {
     conf_session s;
     gufo_status st = conf_session_open(m, 0, &s, err);
     if (st != GUFO_OK) return st;
-    st = conf_prefill(m, &s, prompt, n_prompt, 0, NULL, NULL, err);
-    conf_session *one = &s;
-    if (st == GUFO_OK) st = conf_decode_greedy(m, &one, 1, n, out, err);
+    st = conf_session_generate(m, &s, prompt, n_prompt, n, out, err);
     conf_session_close(m, &s);
     return st;
 }
 
 void conf_make_prompt(const conf_model *m, uint32_t seed, gufo_token *out, size_t n)
 {
-    gufo_text_model_info info = info_of(m);
+    gufo_text_model_info info = conf_text_info(m);
     uint32_t x = seed * 2654435761u + 12345u;
     for (size_t i = 0; i < n; i++) {
         gufo_token t;

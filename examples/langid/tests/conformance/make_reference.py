@@ -14,6 +14,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "data"
+# The kit's write-or-check step: Gufo's conformance/ (an installed SDK has it
+# in <prefix>/share/gufo-ext/conformance/).
+sys.dont_write_bytecode = True  # leave no __pycache__ in the kit's directory
+sys.path.insert(0, str(HERE.parents[3] / "conformance"))
+from reference_file import write_or_check  # noqa: E402
 MIN_AGREEMENT = 0.9
 
 
@@ -32,13 +37,7 @@ def build():
 
 
 def main():
-    text = json.dumps(build(), indent=1, ensure_ascii=False) + "\n"
-    out = HERE / "reference.json"
-    if "--check" in sys.argv[1:]:
-        if not out.is_file() or out.read_text(encoding="utf-8") != text:
-            sys.exit(f"{out} is stale: run {Path(__file__).name}")
-        return
-    out.write_text(text, encoding="utf-8")
+    write_or_check(HERE / "reference.json", json.dumps(build(), indent=1, ensure_ascii=False), sys.argv[1:])
 
 
 if __name__ == "__main__":

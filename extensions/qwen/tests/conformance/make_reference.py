@@ -22,6 +22,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE.parents[3] / "tests" / "golden" / "qwen" / "tiny.json"
+sys.dont_write_bytecode = True  # leave no __pycache__ in the kit's directory
+sys.path.insert(0, str(HERE.parents[3] / "conformance"))  # the kit's write-or-check step
+from reference_file import write_or_check  # noqa: E402
 
 
 def build():
@@ -42,13 +45,7 @@ def build():
 
 
 def main():
-    text = json.dumps(build(), separators=(",", ":")) + "\n"
-    out = HERE / "tiny.reference.json"
-    if "--check" in sys.argv[1:]:
-        if not out.is_file() or out.read_text(encoding="utf-8") != text:
-            sys.exit(f"{out} is stale: run {Path(__file__).name}")
-        return
-    out.write_text(text, encoding="utf-8")
+    write_or_check(HERE / "tiny.reference.json", json.dumps(build(), separators=(",", ":")), sys.argv[1:])
 
 
 if __name__ == "__main__":
