@@ -689,8 +689,22 @@ static void stream_destroy(void *state)
     output_free(state);
 }
 
-static const srv_stream_protocol messages_stream = {
-    .begin = stream_begin, .end = stream_end, .destroy = stream_destroy};
+static cJSON *answer_json(void *state, srv_generation *g, srv_finish f)
+{
+    return message_json(state, g, f, true);
+}
+
+static void settle(void *state)
+{
+    close_block(state);
+}
+
+static const srv_generation_protocol messages_protocol = {
+    .stream = {.begin = stream_begin, .end = stream_end, .destroy = stream_destroy},
+    .settle = settle,
+    .answer = answer_json,
+    .respond_error = respond_api_error,
+};
 
 /* ---- the handler ------------------------------------------------------------ */
 
@@ -723,28 +737,8 @@ void srv_anthropic_handle_messages(void *app_ptr, srv_http_request *req)
     ok = ok && srv_generation_start(app, &r.gen, &sink, &g, &e);
     if (o)
         request_free(&r); /* the parser copied what it needs */
-    if (!ok) {
-        srv_generation_free(&g);
-        if (o)
-            output_free(o);
-        respond_api_error(req, &e);
-        return;
-    }
-    if (o->stream) {
-        srv_generation_stream(req, &g, &messages_stream, o, &o->sse);
-        return;
-    }
-    srv_finish f = srv_generation_wait(&g, req);
-    close_block(o);
-    if (srv_generation_failed(&g, f, &e) || o->oom || !srv_generation_tool_choice_met(&g, &e)) {
-        if (o->oom)
-            srv_fail(&e, 503, NULL, "out of memory");
-        respond_api_error(req, &e);
-    } else {
-        srv_http_respond_json(req, 200, message_json(o, &g, f, true));
-    }
-    srv_generation_free(&g);
-    output_free(o);
+    srv_generation_respond(req, ok, &e, &g, &messages_protocol, o, o && o->stream,
+                           (srv_generation_output){.sse = o ? &o->sse : NULL, .oom = o ? &o->oom : NULL});
 }
 
 void srv_anthropic_handle_count_tokens(void *app_ptr, srv_http_request *req)

@@ -355,8 +355,9 @@ static void stream_done(void *userdata)
     free(s);
 }
 
-void srv_generation_stream(srv_http_request *req, srv_generation *g, const srv_stream_protocol *proto, void *state,
-                           srv_sse *sse)
+/* Answers with an SSE stream; `g` moves into it. */
+static void generation_stream(srv_http_request *req, srv_generation *g, const srv_stream_protocol *proto, void *state,
+                              srv_sse *sse)
 {
     gen_stream *s = calloc(1, sizeof *s);
     if (!s) {
@@ -372,4 +373,35 @@ void srv_generation_stream(srv_http_request *req, srv_generation *g, const srv_s
     s->sse = sse;
     s->fd = srv_http_fd(req);
     srv_http_respond_stream(req, stream_fill, stream_done, s);
+}
+
+void srv_generation_respond(srv_http_request *req, bool started, const srv_api_error *e, srv_generation *g,
+                            const srv_generation_protocol *proto, void *state, bool stream,
+                            srv_generation_output out)
+{
+    if (!started) {
+        srv_generation_free(g);
+        if (state)
+            proto->stream.destroy(state);
+        proto->respond_error(req, e);
+        return;
+    }
+    if (stream) {
+        generation_stream(req, g, &proto->stream, state, out.sse);
+        return;
+    }
+    /* Non-streaming: wait here (this is the connection's own thread), watching for a hang-up. */
+    srv_finish f = srv_generation_wait(g, req);
+    if (proto->settle)
+        proto->settle(state);
+    srv_api_error failure = {0};
+    if (srv_generation_failed(g, f, &failure) || *out.oom || !srv_generation_tool_choice_met(g, &failure)) {
+        if (*out.oom)
+            srv_fail(&failure, 503, NULL, "out of memory");
+        proto->respond_error(req, &failure);
+    } else {
+        srv_http_respond_json(req, 200, proto->answer(state, g, f));
+    }
+    srv_generation_free(g);
+    proto->stream.destroy(state);
 }

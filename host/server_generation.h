@@ -113,12 +113,34 @@ typedef struct srv_stream_protocol {
     void (*destroy)(void *state);
 } srv_stream_protocol;
 
+/** A protocol's whole answer to a generation request: its stream and its one-document answer. */
+typedef struct srv_generation_protocol {
+    srv_stream_protocol stream;     /* destroy also frees the state after a one-document answer */
+    /** Non-streamed, once the job ended and before anything is checked (closes an open block); may be NULL. */
+    void (*settle)(void *state);
+    /** The non-streamed answer of a job that ended in one. */
+    cJSON *(*answer)(void *state, srv_generation *g, srv_finish finish);
+    /** Answers `e` in the protocol's error shape. */
+    void (*respond_error)(srv_http_request *req, const srv_api_error *e);
+} srv_generation_protocol;
+
+/** Where the protocol's state keeps what the driver reads; both point into that state. */
+typedef struct srv_generation_output {
+    srv_sse *sse;                   /* the state's event writer, which its sink writes to while streaming */
+    const bool *oom;                /* set by the state's sink when memory ran out */
+} srv_generation_output;
+
 /**
- * Answers with an SSE stream. `g` is moved into the stream (the caller must
- * not free it); `state` is the protocol's and holds `sse`, which its sink
- * writes to. On failure everything is freed and an error answered.
+ * Every generation handler's last step, after it parsed the request and
+ * called srv_generation_start (`started` says whether that worked; when not,
+ * `e` says why). Answers `e` in the protocol's shape, or streams (`stream`),
+ * or waits for the end and answers one document — or the failure, the
+ * unmet tool_choice or out of memory, again in the protocol's shape. Takes
+ * `g` and `state` over in every case (`state` may be NULL when it could not
+ * be made; `out` is then unused).
  */
-void srv_generation_stream(srv_http_request *req, srv_generation *g, const srv_stream_protocol *proto, void *state,
-                           srv_sse *sse);
+void srv_generation_respond(srv_http_request *req, bool started, const srv_api_error *e, srv_generation *g,
+                            const srv_generation_protocol *proto, void *state, bool stream,
+                            srv_generation_output out);
 
 #endif /* GUFO_HOST_SERVER_GENERATION_H */

@@ -482,15 +482,57 @@ static void stream_destroy(void *state)
     output_free(state);
 }
 
-static const srv_stream_protocol openai_stream = {
-    .begin = stream_begin, .end = stream_end, .destroy = stream_destroy};
-
 /* ---- the generation endpoints --------------------------------------------- */
+
+/* The one-document answer: chat.completion or text_completion. */
+static cJSON *answer_json(void *state, srv_generation *g, srv_finish f)
+{
+    api_output *o = state;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "id", o->id);
+    cJSON_AddStringToObject(root, "object", o->kind == API_CHAT ? "chat.completion" : "text_completion");
+    cJSON_AddNumberToObject(root, "created", (double)o->created);
+    cJSON_AddStringToObject(root, "model", o->app->model_id);
+    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
+    cJSON *choice = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, choice);
+    cJSON_AddNumberToObject(choice, "index", 0);
+    size_t len = 0;
+    const char *content = gufo_text_buffer_data(o->content, &len);
+    if (o->kind == API_CHAT) {
+        cJSON *message = cJSON_AddObjectToObject(choice, "message");
+        cJSON_AddStringToObject(message, "role", "assistant");
+        if (len || o->n_tool_calls == 0)
+            cJSON_AddStringToObject(message, "content", content);
+        else
+            cJSON_AddNullToObject(message, "content");
+        size_t rlen = 0;
+        const char *reasoning = gufo_text_buffer_data(o->reasoning, &rlen);
+        if (rlen)
+            cJSON_AddStringToObject(message, "reasoning_content", reasoning);
+        if (o->n_tool_calls) {
+            cJSON_AddItemToObject(message, "tool_calls", o->tool_calls);
+            o->tool_calls = NULL;
+        }
+    } else {
+        cJSON_AddStringToObject(choice, "text", content);
+    }
+    cJSON_AddNullToObject(choice, "logprobs");
+    cJSON_AddStringToObject(choice, "finish_reason", finish_reason(o, f));
+    cJSON_AddItemToObject(root, "usage", usage_json(g));
+    return root;
+}
 
 static void respond_api_error(srv_http_request *req, const srv_api_error *e)
 {
     srv_http_respond_error(req, e->status, e->code, e->param, "%s", e->message);
 }
+
+static const srv_generation_protocol openai_protocol = {
+    .stream = {.begin = stream_begin, .end = stream_end, .destroy = stream_destroy},
+    .answer = answer_json,
+    .respond_error = respond_api_error,
+};
 
 static void handle_generate(srv_app *app, srv_http_request *req, api_kind kind)
 {
@@ -521,64 +563,8 @@ static void handle_generate(srv_app *app, srv_http_request *req, api_kind kind)
     ok = ok && srv_generation_start(app, &r.gen, &sink, &g, &e);
     if (o)
         request_free(&r); /* the parser copied what it needs; the messages are no longer used */
-    if (!ok) {
-        srv_generation_free(&g);
-        if (o)
-            output_free(o);
-        respond_api_error(req, &e);
-        return;
-    }
-    if (o->stream) {
-        srv_generation_stream(req, &g, &openai_stream, o, &o->sse);
-        return;
-    }
-
-    /* Non-streaming: wait here (this is the connection's own thread), watching for a hang-up. */
-    srv_finish f = srv_generation_wait(&g, req);
-    if (srv_generation_failed(&g, f, &e) || o->oom || !srv_generation_tool_choice_met(&g, &e)) {
-        if (o->oom)
-            srv_fail(&e, 503, NULL, "out of memory");
-        respond_api_error(req, &e);
-        srv_generation_free(&g);
-        output_free(o);
-        return;
-    }
-
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "id", o->id);
-    cJSON_AddStringToObject(root, "object", kind == API_CHAT ? "chat.completion" : "text_completion");
-    cJSON_AddNumberToObject(root, "created", (double)o->created);
-    cJSON_AddStringToObject(root, "model", app->model_id);
-    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
-    cJSON *choice = cJSON_CreateObject();
-    cJSON_AddItemToArray(choices, choice);
-    cJSON_AddNumberToObject(choice, "index", 0);
-    size_t len = 0;
-    const char *content = gufo_text_buffer_data(o->content, &len);
-    if (kind == API_CHAT) {
-        cJSON *message = cJSON_AddObjectToObject(choice, "message");
-        cJSON_AddStringToObject(message, "role", "assistant");
-        if (len || o->n_tool_calls == 0)
-            cJSON_AddStringToObject(message, "content", content);
-        else
-            cJSON_AddNullToObject(message, "content");
-        size_t rlen = 0;
-        const char *reasoning = gufo_text_buffer_data(o->reasoning, &rlen);
-        if (rlen)
-            cJSON_AddStringToObject(message, "reasoning_content", reasoning);
-        if (o->n_tool_calls) {
-            cJSON_AddItemToObject(message, "tool_calls", o->tool_calls);
-            o->tool_calls = NULL;
-        }
-    } else {
-        cJSON_AddStringToObject(choice, "text", content);
-    }
-    cJSON_AddNullToObject(choice, "logprobs");
-    cJSON_AddStringToObject(choice, "finish_reason", finish_reason(o, f));
-    cJSON_AddItemToObject(root, "usage", usage_json(&g));
-    srv_generation_free(&g);
-    output_free(o);
-    srv_http_respond_json(req, 200, root);
+    srv_generation_respond(req, ok, &e, &g, &openai_protocol, o, o && o->stream,
+                           (srv_generation_output){.sse = o ? &o->sse : NULL, .oom = o ? &o->oom : NULL});
 }
 
 void srv_openai_handle_chat(void *app, srv_http_request *req)

@@ -641,8 +641,28 @@ static void stream_destroy(void *state)
     output_free(state);
 }
 
-static const srv_stream_protocol responses_stream = {
-    .begin = stream_begin, .end = stream_end, .destroy = stream_destroy};
+static cJSON *answer_json(void *state, srv_generation *g, srv_finish f)
+{
+    resp_output *o = state;
+    return response_json(o, final_status(f), g, f, NULL);
+}
+
+static void settle(void *state)
+{
+    close_item(state);
+}
+
+static void respond_api_error(srv_http_request *req, const srv_api_error *e)
+{
+    srv_http_respond_error(req, e->status, e->code, e->param, "%s", e->message);
+}
+
+static const srv_generation_protocol responses_protocol = {
+    .stream = {.begin = stream_begin, .end = stream_end, .destroy = stream_destroy},
+    .settle = settle,
+    .answer = answer_json,
+    .respond_error = respond_api_error,
+};
 
 /* ---- the handler ------------------------------------------------------------ */
 
@@ -675,26 +695,6 @@ void srv_responses_handle(void *app_ptr, srv_http_request *req)
     ok = ok && srv_generation_start(app, &r.gen, &sink, &g, &e);
     if (o)
         request_free(&r);
-    if (!ok) {
-        srv_generation_free(&g);
-        if (o)
-            output_free(o);
-        srv_http_respond_error(req, e.status, e.code, e.param, "%s", e.message);
-        return;
-    }
-    if (o->stream) {
-        srv_generation_stream(req, &g, &responses_stream, o, &o->sse);
-        return;
-    }
-    srv_finish f = srv_generation_wait(&g, req);
-    close_item(o);
-    if (srv_generation_failed(&g, f, &e) || o->oom || !srv_generation_tool_choice_met(&g, &e)) {
-        if (o->oom)
-            srv_fail(&e, 503, NULL, "out of memory");
-        srv_http_respond_error(req, e.status, e.code, e.param, "%s", e.message);
-    } else {
-        srv_http_respond_json(req, 200, response_json(o, final_status(f), &g, f, NULL));
-    }
-    srv_generation_free(&g);
-    output_free(o);
+    srv_generation_respond(req, ok, &e, &g, &responses_protocol, o, o && o->stream,
+                           (srv_generation_output){.sse = o ? &o->sse : NULL, .oom = o ? &o->oom : NULL});
 }
