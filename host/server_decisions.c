@@ -1,8 +1,7 @@
 /* host/server_decisions.c — see server_decisions.h. */
 #include "server_decisions.h"
-#include "server_request.h"
+#include "server_batch.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,32 +16,19 @@ static const char *const decision_fields[] = {"model", "input", "user", NULL};
 /* decide() may only be called by one thread at a time; requests take turns. */
 static pthread_mutex_t decide_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool decide_all(const srv_app *app, const gufo_decisions_iface *iface, gufo_decision_item *items, size_t n,
-                       size_t max_batch, srv_api_error *e)
+/* What one decide() call needs. */
+typedef struct decide_context {
+    const srv_app *app;
+    const gufo_decisions_iface *iface;
+    gufo_decision_item *items;
+} decide_context;
+
+static gufo_status decide_batch(void *context, size_t at, size_t count, gufo_error *err)
 {
-    gufo_error err = {0};
-    gufo_status st = GUFO_OK;
-    pthread_mutex_lock(&decide_lock);
-    for (size_t at = 0; at < n && st == GUFO_OK; at += max_batch) {
-        gufo_decision_batch batch = {.struct_size = sizeof batch, .items = items + at,
-                                     .n_items = n - at < max_batch ? n - at : max_batch, .cancel = NULL};
-        st = iface->decide(app->model, &batch, &err);
-    }
-    pthread_mutex_unlock(&decide_lock);
-    if (st == GUFO_E_NO_MEMORY || st == GUFO_E_OVER_BUDGET)
-        return srv_fail(e, 503, NULL, "out of memory classifying the inputs");
-    if (st != GUFO_OK)
-        return srv_fail(e, 500, NULL, "%s: %s", app->provider->id, err.message[0] ? err.message : gufo_status_str(st));
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].status == GUFO_OK)
-            continue;
-        if (items[i].status == GUFO_E_CONTEXT_OVERFLOW || items[i].status == GUFO_E_LIMIT) {
-            e->code = "context_length_exceeded";
-            return srv_fail(e, 400, "input", "input[%zu] is longer than the model's input limit", i);
-        }
-        return srv_fail(e, 400, "input", "input[%zu] cannot be classified: %s", i, gufo_status_str(items[i].status));
-    }
-    return true;
+    decide_context *c = context;
+    gufo_decision_batch batch = {.struct_size = sizeof batch, .items = c->items + at, .n_items = count,
+                                 .cancel = NULL};
+    return c->iface->decide(c->app->model, &batch, err);
 }
 
 static cJSON *decision_json(const gufo_decisions_info *info, const gufo_decision_item *item, size_t index)
@@ -64,17 +50,13 @@ void srv_decisions_handle(void *app_ptr, srv_http_request *req)
     srv_app *app = app_ptr;
     const gufo_decisions_iface *iface = app->provider->iface;
     srv_api_error e = {0};
-    size_t body_len = 0;
-    const char *body = srv_http_body(req, &body_len);
-    cJSON *root = NULL;
-    const cJSON **inputs = NULL;
+    srv_batch_request r = {0};
     gufo_decision_item *items = NULL;
     float *scores = NULL;
-    size_t n = 0;
     gufo_decisions_info info = {.struct_size = sizeof info};
 
-    bool ok = srv_parse_body(body, body_len, &root, &e) && srv_check_fields(root, decision_fields, &e) &&
-              srv_check_model(app, root, &e) && srv_parse_text_inputs(root, MAX_INPUTS, &inputs, &n, &e);
+    bool ok = srv_batch_request_parse(app, req, decision_fields, MAX_INPUTS, &r, &e);
+    size_t n = r.n_inputs;
     if (ok) {
         gufo_status st = iface->get_info(app->model, &info);
         if (st != GUFO_OK || info.n_labels == 0)
@@ -88,9 +70,16 @@ void srv_decisions_handle(void *app_ptr, srv_http_request *req)
     }
     if (ok) {
         for (size_t i = 0; i < n; i++)
-            items[i] = (gufo_decision_item){.text = inputs[i]->valuestring, .len = strlen(inputs[i]->valuestring),
+            items[i] = (gufo_decision_item){.text = r.inputs[i]->valuestring,
+                                            .len = strlen(r.inputs[i]->valuestring),
                                             .out_scores = scores + i * info.n_labels};
-        ok = decide_all(app, iface, items, n, info.max_batch ? info.max_batch : 1, &e);
+        decide_context c = {.app = app, .iface = iface, .items = items};
+        ok = srv_batch_run(app, &decide_lock, n, info.max_batch ? info.max_batch : 1, decide_batch, &c,
+                           "classifying the inputs", &e);
+        /* A classifier's input limit is in bytes (max_input_bytes): GUFO_E_LIMIT says an input is over it. */
+        for (size_t i = 0; ok && i < n; i++)
+            ok = srv_batch_item_ok(i, items[i].status == GUFO_E_LIMIT ? GUFO_E_CONTEXT_OVERFLOW : items[i].status,
+                                   "classified", &e);
     }
     cJSON *answer = NULL;
     if (ok) {
@@ -105,12 +94,6 @@ void srv_decisions_handle(void *app_ptr, srv_http_request *req)
     }
     free(items);
     free(scores);
-    free(inputs);
-    cJSON_Delete(root);
-    if (!ok) {
-        cJSON_Delete(answer);
-        srv_http_respond_error(req, e.status, e.code, e.param, "%s", e.message);
-        return;
-    }
-    srv_http_respond_json(req, 200, answer);
+    srv_batch_request_free(&r);
+    srv_batch_respond(req, ok, answer, &e);
 }

@@ -1,8 +1,7 @@
 /* host/server_embeddings.c — see server_embeddings.h. */
 #include "server_embeddings.h"
-#include "server_request.h"
+#include "server_batch.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,33 +83,18 @@ static bool parse_dimension(const cJSON *root, const gufo_embeddings_info *info,
                     info->dimension, info->n_dimensions ? " (or one of its smaller sizes)" : "", (long long)d);
 }
 
-/* Runs every input through embed(), max_batch at a time, under the lock. */
-static bool embed_all(const srv_app *app, const gufo_embeddings_iface *iface, gufo_embed_item *items, size_t n,
-                      size_t max_batch, srv_api_error *e)
+/* What one embed() call needs. */
+typedef struct embed_context {
+    const srv_app *app;
+    const gufo_embeddings_iface *iface;
+    gufo_embed_item *items;
+} embed_context;
+
+static gufo_status embed_batch(void *context, size_t at, size_t count, gufo_error *err)
 {
-    gufo_error err = {0};
-    gufo_status st = GUFO_OK;
-    pthread_mutex_lock(&embed_lock);
-    for (size_t at = 0; at < n && st == GUFO_OK; at += max_batch) {
-        gufo_embed_batch batch = {.struct_size = sizeof batch, .items = items + at,
-                                  .n_items = n - at < max_batch ? n - at : max_batch, .cancel = NULL};
-        st = iface->embed(app->model, &batch, &err);
-    }
-    pthread_mutex_unlock(&embed_lock);
-    if (st == GUFO_E_NO_MEMORY || st == GUFO_E_OVER_BUDGET)
-        return srv_fail(e, 503, NULL, "out of memory embedding the inputs");
-    if (st != GUFO_OK)
-        return srv_fail(e, 500, NULL, "%s: %s", app->provider->id, err.message[0] ? err.message : gufo_status_str(st));
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].status == GUFO_OK)
-            continue;
-        if (items[i].status == GUFO_E_CONTEXT_OVERFLOW) {
-            e->code = "context_length_exceeded";
-            return srv_fail(e, 400, "input", "input[%zu] is longer than the model's input limit", i);
-        }
-        return srv_fail(e, 400, "input", "input[%zu] cannot be embedded: %s", i, gufo_status_str(items[i].status));
-    }
-    return true;
+    embed_context *c = context;
+    gufo_embed_batch batch = {.struct_size = sizeof batch, .items = c->items + at, .n_items = count, .cancel = NULL};
+    return c->iface->embed(c->app->model, &batch, err);
 }
 
 void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
@@ -118,22 +102,18 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
     srv_app *app = app_ptr;
     const gufo_embeddings_iface *iface = app->provider->iface;
     srv_api_error e = {0};
-    size_t body_len = 0;
-    const char *body = srv_http_body(req, &body_len);
-    cJSON *root = NULL;
-    const cJSON **inputs = NULL;
+    srv_batch_request r = {0};
     gufo_embed_item *items = NULL;
     float *vectors = NULL;
     uint32_t *tokens = NULL;
-    size_t n = 0;
     uint32_t dim = 0;
     bool as_base64 = false;
     gufo_embeddings_info info = {.struct_size = sizeof info};
 
-    bool ok = srv_parse_body(body, body_len, &root, &e) && srv_check_fields(root, embedding_fields, &e) &&
-              srv_check_model(app, root, &e) && srv_parse_text_inputs(root, MAX_INPUTS, &inputs, &n, &e);
+    bool ok = srv_batch_request_parse(app, req, embedding_fields, MAX_INPUTS, &r, &e);
+    size_t n = r.n_inputs;
     if (ok) {
-        const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "encoding_format");
+        const cJSON *format = cJSON_GetObjectItemCaseSensitive(r.root, "encoding_format");
         if (cJSON_IsString(format) && strcmp(format->valuestring, "base64") == 0)
             as_base64 = true;
         else if (format && !cJSON_IsNull(format) &&
@@ -145,7 +125,7 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
         if (st != GUFO_OK)
             ok = srv_fail(&e, 500, NULL, "%s: get_info failed: %s", app->provider->id, gufo_status_str(st));
     }
-    ok = ok && parse_dimension(root, &info, &dim, &e);
+    ok = ok && parse_dimension(r.root, &info, &dim, &e);
     uint32_t out_dim = dim ? dim : info.dimension;
     if (ok) {
         items = calloc(n, sizeof *items);
@@ -156,9 +136,13 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
     }
     if (ok) {
         for (size_t i = 0; i < n; i++)
-            items[i] = (gufo_embed_item){.text = inputs[i]->valuestring, .len = strlen(inputs[i]->valuestring),
+            items[i] = (gufo_embed_item){.text = r.inputs[i]->valuestring, .len = strlen(r.inputs[i]->valuestring),
                                          .dimension = dim, .out = vectors + i * out_dim, .out_tokens = &tokens[i]};
-        ok = embed_all(app, iface, items, n, info.max_batch ? info.max_batch : 1, &e);
+        embed_context c = {.app = app, .iface = iface, .items = items};
+        ok = srv_batch_run(app, &embed_lock, n, info.max_batch ? info.max_batch : 1, embed_batch, &c,
+                           "embedding the inputs", &e);
+        for (size_t i = 0; ok && i < n; i++)
+            ok = srv_batch_item_ok(i, items[i].status, "embedded", &e);
     }
     cJSON *answer = NULL;
     if (ok) {
@@ -187,12 +171,6 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
     free(items);
     free(vectors);
     free(tokens);
-    free(inputs);
-    cJSON_Delete(root);
-    if (!ok) {
-        cJSON_Delete(answer);
-        srv_http_respond_error(req, e.status, e.code, e.param, "%s", e.message);
-        return;
-    }
-    srv_http_respond_json(req, 200, answer);
+    srv_batch_request_free(&r);
+    srv_batch_respond(req, ok, answer, &e);
 }
