@@ -89,12 +89,6 @@ static void request_free(msg_request *r)
     cJSON_Delete(r->root);
 }
 
-static const char *string_member(const cJSON *obj, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* Joins the text of `blocks` (a string, or an array of {"type": "text", "text"} blocks). */
 static bool blocks_text(srv_chat_builder *b, const cJSON *blocks, const char *where, const char **out,
                         srv_api_error *e)
@@ -105,29 +99,15 @@ static bool blocks_text(srv_chat_builder *b, const cJSON *blocks, const char *wh
     }
     if (!cJSON_IsArray(blocks))
         return srv_fail(e, 400, where, "must be a string or an array of text blocks");
-    size_t len = 0;
     const cJSON *block;
     cJSON_ArrayForEach(block, blocks) {
-        const char *type = string_member(block, "type");
+        const char *type = srv_json_string(block, "type");
         if (!type || strcmp(type, "text") != 0)
             return srv_fail(e, 400, where, "block type '%s' is not supported here (text is)", type ? type : "?");
-        if (!string_member(block, "text"))
+        if (!srv_json_string(block, "text"))
             return srv_fail(e, 400, where, "a text block needs a string 'text'");
-        len += strlen(string_member(block, "text"));
     }
-    char *joined = srv_chat_keep(b, malloc(len + 1));
-    if (!joined)
-        return srv_fail(e, 503, NULL, "out of memory");
-    size_t used = 0;
-    cJSON_ArrayForEach(block, blocks) {
-        const char *t = string_member(block, "text");
-        size_t l = strlen(t);
-        memcpy(joined + used, t, l);
-        used += l;
-    }
-    joined[used] = '\0';
-    *out = joined;
-    return true;
+    return srv_chat_join_texts(b, blocks, out, e);
 }
 
 /* Appends `text` to a growing kept string (blocks of one message are joined). */
@@ -161,15 +141,15 @@ static bool parse_user(msg_request *r, const cJSON *content, size_t i, srv_api_e
             return srv_fail(e, 400, where, "must be a string or an array of content blocks");
         const cJSON *block;
         cJSON_ArrayForEach(block, content) {
-            const char *type = string_member(block, "type");
+            const char *type = srv_json_string(block, "type");
             if (type && strcmp(type, "text") == 0) {
-                const char *t = string_member(block, "text");
+                const char *t = srv_json_string(block, "text");
                 if (!t)
                     return srv_fail(e, 400, where, "a text block needs a string 'text'");
                 if (!append_text(&r->chat, &text, t, e))
                     return false;
             } else if (type && strcmp(type, "tool_result") == 0) {
-                const char *id = string_member(block, "tool_use_id");
+                const char *id = srv_json_string(block, "tool_use_id");
                 const cJSON *result = cJSON_GetObjectItemCaseSensitive(block, "content");
                 const char *result_text = "";
                 if (!id)
@@ -223,15 +203,15 @@ static bool parse_assistant(msg_request *r, const cJSON *content, size_t i, srv_
             return srv_fail(e, 503, NULL, "out of memory");
         const cJSON *block;
         cJSON_ArrayForEach(block, content) {
-            const char *type = string_member(block, "type");
+            const char *type = srv_json_string(block, "type");
             if (type && strcmp(type, "text") == 0) {
-                const char *t = string_member(block, "text");
+                const char *t = srv_json_string(block, "text");
                 if (!t)
                     return srv_fail(e, 400, where, "a text block needs a string 'text'");
                 if (!append_text(&r->chat, &msg.content, t, e))
                     return false;
             } else if (type && strcmp(type, "thinking") == 0) {
-                const char *t = string_member(block, "thinking");
+                const char *t = srv_json_string(block, "thinking");
                 if (!t)
                     return srv_fail(e, 400, where, "a thinking block needs a string 'thinking'");
                 if (!append_text(&r->chat, &msg.reasoning, t, e))
@@ -239,8 +219,8 @@ static bool parse_assistant(msg_request *r, const cJSON *content, size_t i, srv_
             } else if (type && strcmp(type, "redacted_thinking") == 0) {
                 continue; /* opaque to any model but the one that wrote it */
             } else if (type && strcmp(type, "tool_use") == 0) {
-                const char *id = string_member(block, "id");
-                const char *name = string_member(block, "name");
+                const char *id = srv_json_string(block, "id");
+                const char *name = srv_json_string(block, "name");
                 const cJSON *input = cJSON_GetObjectItemCaseSensitive(block, "input");
                 if (!id || !name || !cJSON_IsObject(input))
                     return srv_fail(e, 400, where, "a tool_use block needs string id and name and an object input");
@@ -304,7 +284,7 @@ static bool parse_messages(msg_request *r, const cJSON *root, srv_api_error *e)
     size_t i = 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, messages) {
-        const char *role = cJSON_IsObject(m) ? string_member(m, "role") : NULL;
+        const char *role = cJSON_IsObject(m) ? srv_json_string(m, "role") : NULL;
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
         char where[32];
         snprintf(where, sizeof where, "messages.%zu", i);
@@ -330,13 +310,13 @@ static bool parse_tools(msg_request *r, const cJSON *root, srv_api_error *e)
     tc->mode = SRV_TOOLS_AUTO;
     const cJSON *choice = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
     if (choice && !cJSON_IsNull(choice)) {
-        const char *type = cJSON_IsObject(choice) ? string_member(choice, "type") : NULL;
+        const char *type = cJSON_IsObject(choice) ? srv_json_string(choice, "type") : NULL;
         if (type && strcmp(type, "any") == 0) {
             tc->mode = SRV_TOOLS_REQUIRED;
         } else if (type && strcmp(type, "none") == 0) {
             tc->mode = SRV_TOOLS_NONE;
         } else if (type && strcmp(type, "tool") == 0) {
-            const char *name = string_member(choice, "name");
+            const char *name = srv_json_string(choice, "name");
             if (!name || strlen(name) >= sizeof tc->name)
                 return srv_fail(e, 400, "tool_choice", "tool_choice of type \"tool\" needs a string 'name'");
             tc->mode = SRV_TOOLS_NAMED;
@@ -356,8 +336,8 @@ static bool parse_tools(msg_request *r, const cJSON *root, srv_api_error *e)
         size_t i = 0;
         const cJSON *t;
         cJSON_ArrayForEach(t, tools) {
-            const char *name = cJSON_IsObject(t) ? string_member(t, "name") : NULL;
-            const char *type = cJSON_IsObject(t) ? string_member(t, "type") : NULL;
+            const char *name = cJSON_IsObject(t) ? srv_json_string(t, "name") : NULL;
+            const char *type = cJSON_IsObject(t) ? srv_json_string(t, "type") : NULL;
             const cJSON *schema = cJSON_GetObjectItemCaseSensitive(t, "input_schema");
             if (type && strcmp(type, "custom") != 0) {
                 cJSON_Delete(chat_tools);
@@ -374,7 +354,7 @@ static bool parse_tools(msg_request *r, const cJSON *root, srv_api_error *e)
             cJSON_AddStringToObject(wrapped, "type", "function");
             cJSON_AddItemToObject(wrapped, "function", fn);
             cJSON_AddStringToObject(fn, "name", name);
-            const char *description = string_member(t, "description");
+            const char *description = srv_json_string(t, "description");
             if (description)
                 cJSON_AddStringToObject(fn, "description", description);
             cJSON_AddItemToObject(fn, "parameters", cJSON_Duplicate(schema, true));
@@ -424,7 +404,7 @@ static bool parse_request(const srv_app *app, const char *body, size_t len, bool
     const cJSON *thinking = cJSON_GetObjectItemCaseSensitive(root, "thinking");
     bool think = true;
     if (thinking && !cJSON_IsNull(thinking)) {
-        const char *type = cJSON_IsObject(thinking) ? string_member(thinking, "type") : NULL;
+        const char *type = cJSON_IsObject(thinking) ? srv_json_string(thinking, "type") : NULL;
         /* "adaptive" lets the model decide how much to think: here, as "enabled", the template's thinking is on. */
         if (!type || (strcmp(type, "enabled") != 0 && strcmp(type, "disabled") != 0 && strcmp(type, "adaptive") != 0))
             return srv_fail(e, 400, "thinking", "must be {\"type\": \"enabled\" | \"adaptive\" | \"disabled\"}");

@@ -118,7 +118,6 @@ static bool parse_content(srv_chat_builder *b, const cJSON *content, size_t inde
     if (!cJSON_IsArray(content))
         return srv_fail(e, 400, "messages", "messages[%zu].content must be a string or an array of content parts",
                         index);
-    size_t len = 0;
     const cJSON *part;
     cJSON_ArrayForEach(part, content) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
@@ -131,21 +130,8 @@ static bool parse_content(srv_chat_builder *b, const cJSON *content, size_t inde
                             type->valuestring);
         if (!cJSON_IsString(text))
             return srv_fail(e, 400, "messages", "messages[%zu]: a text part needs a string 'text'", index);
-        len += strlen(text->valuestring);
     }
-    char *joined = srv_chat_keep(b, malloc(len + 1));
-    if (!joined)
-        return srv_fail(e, 503, NULL, "out of memory");
-    size_t used = 0;
-    cJSON_ArrayForEach(part, content) {
-        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
-        size_t l = strlen(t);
-        memcpy(joined + used, t, l);
-        used += l;
-    }
-    joined[used] = '\0';
-    *out = joined;
-    return true;
+    return srv_chat_join_texts(b, content, out, e);
 }
 
 static bool opt_string(const cJSON *obj, const char *name, size_t index, const char **out, srv_api_error *e)

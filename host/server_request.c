@@ -80,6 +80,12 @@ bool srv_parse_body(const char *body, size_t len, cJSON **root, srv_api_error *e
     return true;
 }
 
+const char *srv_json_string(const cJSON *obj, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 bool srv_check_fields(const cJSON *root, const char *const *fields, srv_api_error *e)
 {
     for (const cJSON *f = root->child; f; f = f->next) {
@@ -218,6 +224,27 @@ bool srv_parse_text_inputs(const cJSON *root, size_t max_inputs, const cJSON ***
 }
 
 /* ---- the chat builder ------------------------------------------------------ */
+
+bool srv_chat_join_texts(srv_chat_builder *b, const cJSON *parts, const char **out, srv_api_error *e)
+{
+    size_t len = 0;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, parts)
+        len += strlen(cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
+    char *joined = srv_chat_keep(b, malloc(len + 1));
+    if (!joined)
+        return srv_fail(e, 503, NULL, "out of memory");
+    size_t used = 0;
+    cJSON_ArrayForEach(part, parts) {
+        const char *text = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        size_t n = strlen(text);
+        memcpy(joined + used, text, n);
+        used += n;
+    }
+    joined[used] = '\0';
+    *out = joined;
+    return true;
+}
 
 gufo_chat_message *srv_chat_add(srv_chat_builder *b)
 {

@@ -50,6 +50,9 @@ bool srv_utf8_valid(const char *s, size_t len);
 /** Refuses any member of `root` not in the NULL-terminated `fields` (400 naming it). */
 bool srv_check_fields(const cJSON *root, const char *const *fields, srv_api_error *e);
 
+/** The string member `name` of `obj`, or NULL when it is missing or not a string. */
+const char *srv_json_string(const cJSON *obj, const char *name);
+
 /** Optional number in [lo, hi]; `*given` says whether it was there (null counts as absent). */
 bool srv_get_number(const cJSON *obj, const char *name, double lo, double hi, double *out, bool *given,
                     srv_api_error *e);
@@ -123,6 +126,14 @@ char *srv_chat_strndup(srv_chat_builder *b, const char *s, size_t len);
  */
 bool srv_chat_set_tools(srv_chat_builder *b, const cJSON *tools, const srv_tool_choice *choice, const char *param,
                         srv_api_error *e);
+
+/**
+ * Joins the string member "text" of every element of the array `parts`
+ * (the protocol checked each has one) into one kept string: how every
+ * protocol turns a message's text parts into the one content a chat message
+ * holds.
+ */
+bool srv_chat_join_texts(srv_chat_builder *b, const cJSON *parts, const char **out, srv_api_error *e);
 
 /** The finished chat (valid until srv_chat_free); the builder keeps ownership. */
 const gufo_chat *srv_chat_finish(srv_chat_builder *b);

@@ -41,7 +41,6 @@ static bool item_text(srv_chat_builder *b, const cJSON *content, size_t index, c
     }
     if (!cJSON_IsArray(content))
         return srv_fail(e, 400, "input", "input[%zu].content must be a string or an array of content parts", index);
-    size_t len = 0;
     const cJSON *part;
     cJSON_ArrayForEach(part, content) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
@@ -54,27 +53,8 @@ static bool item_text(srv_chat_builder *b, const cJSON *content, size_t index, c
                             index, type->valuestring);
         if (!cJSON_IsString(text))
             return srv_fail(e, 400, "input", "input[%zu]: a %s part needs a string 'text'", index, type->valuestring);
-        len += strlen(text->valuestring);
     }
-    char *joined = srv_chat_keep(b, malloc(len + 1));
-    if (!joined)
-        return srv_fail(e, 503, NULL, "out of memory");
-    size_t used = 0;
-    cJSON_ArrayForEach(part, content) {
-        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
-        size_t l = strlen(t);
-        memcpy(joined + used, t, l);
-        used += l;
-    }
-    joined[used] = '\0';
-    *out = joined;
-    return true;
-}
-
-static const char *string_member(const cJSON *obj, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    return srv_chat_join_texts(b, content, out, e);
 }
 
 /* The assistant message a function_call item belongs to: the last message when it is an
@@ -103,8 +83,8 @@ static bool parse_item(resp_request *r, const cJSON *item, size_t i, srv_api_err
 {
     if (!cJSON_IsObject(item))
         return srv_fail(e, 400, "input", "input[%zu] must be an object", i);
-    const char *type = string_member(item, "type");
-    const char *role = string_member(item, "role");
+    const char *type = srv_json_string(item, "type");
+    const char *role = srv_json_string(item, "role");
     if (!type && role)
         type = "message"; /* the easy input message: {"role", "content"} */
     if (!type)
@@ -128,9 +108,9 @@ static bool parse_item(resp_request *r, const cJSON *item, size_t i, srv_api_err
         return true;
     }
     if (strcmp(type, "function_call") == 0) {
-        const char *name = string_member(item, "name");
-        const char *args = string_member(item, "arguments");
-        const char *call_id = string_member(item, "call_id");
+        const char *name = srv_json_string(item, "name");
+        const char *args = srv_json_string(item, "arguments");
+        const char *call_id = srv_json_string(item, "call_id");
         if (!name || !args || !call_id)
             return srv_fail(e, 400, "input", "input[%zu]: a function_call item needs string call_id, name and "
                             "arguments", i);
@@ -142,7 +122,7 @@ static bool parse_item(resp_request *r, const cJSON *item, size_t i, srv_api_err
         return true;
     }
     if (strcmp(type, "function_call_output") == 0) {
-        const char *call_id = string_member(item, "call_id");
+        const char *call_id = srv_json_string(item, "call_id");
         const cJSON *output = cJSON_GetObjectItemCaseSensitive(item, "output");
         const char *text = NULL;
         if (!call_id)
@@ -224,8 +204,8 @@ static bool parse_tools(resp_request *r, const cJSON *root, srv_api_error *e)
             return srv_fail(e, 400, "tool_choice", "'tool_choice' must be none, auto, required or "
                             "{\"type\": \"function\", \"name\": ...}");
     } else if (choice && !cJSON_IsNull(choice)) {
-        const char *type = string_member(choice, "type");
-        const char *name = string_member(choice, "name");
+        const char *type = srv_json_string(choice, "type");
+        const char *name = srv_json_string(choice, "name");
         if (!type || strcmp(type, "function") != 0 || !name || strlen(name) >= sizeof tc->name)
             return srv_fail(e, 400, "tool_choice", "'tool_choice' must be none, auto, required or "
                             "{\"type\": \"function\", \"name\": ...}");
@@ -242,13 +222,13 @@ static bool parse_tools(resp_request *r, const cJSON *root, srv_api_error *e)
         const cJSON *t;
         size_t i = 0;
         cJSON_ArrayForEach(t, tools) {
-            const char *type = cJSON_IsObject(t) ? string_member(t, "type") : NULL;
+            const char *type = cJSON_IsObject(t) ? srv_json_string(t, "type") : NULL;
             if (!type || strcmp(type, "function") != 0) {
                 cJSON_Delete(chat_tools);
                 return srv_fail(e, 400, "tools", "tools[%zu]: only function tools are supported (type '%s'); "
                                 "hosted tools need OpenAI's servers", i, type ? type : "?");
             }
-            if (!string_member(t, "name")) {
+            if (!srv_json_string(t, "name")) {
                 cJSON_Delete(chat_tools);
                 return srv_fail(e, 400, "tools", "tools[%zu] needs a string 'name'", i);
             }
@@ -290,7 +270,7 @@ static bool parse_request(const srv_app *app, const char *body, size_t len, resp
         return srv_fail(e, 400, "background", "background responses are not supported");
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");
     const cJSON *format = cJSON_IsObject(text) ? cJSON_GetObjectItemCaseSensitive(text, "format") : NULL;
-    const char *format_type = format ? string_member(format, "type") : NULL;
+    const char *format_type = format ? srv_json_string(format, "type") : NULL;
     if (format_type && strcmp(format_type, "text") != 0)
         return srv_fail(e, 400, "text.format", "text.format '%s' is not supported; only plain text is",
                         format_type);
