@@ -507,19 +507,9 @@ static void write_text(msg_output *o, open_block kind, const char *text, size_t 
             send_event(o, "content_block_start", ev);
         }
     }
-    if (gufo_text_buffer_append(o->text, text, len) != GUFO_OK) {
-        o->oom = true;
+    char *copy = srv_sink_text(o->text, text, len, o->stream, &o->oom);
+    if (!copy)
         return;
-    }
-    if (!o->stream)
-        return;
-    char *copy = malloc(len + 1);
-    if (!copy) {
-        o->oom = true;
-        return;
-    }
-    memcpy(copy, text, len);
-    copy[len] = '\0';
     cJSON *ev = cJSON_CreateObject();
     cJSON_AddNumberToObject(ev, "index", block_index(o));
     cJSON *delta = cJSON_AddObjectToObject(ev, "delta");

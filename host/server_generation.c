@@ -277,6 +277,24 @@ void srv_generation_free(srv_generation *g)
     memset(g, 0, sizeof *g);
 }
 
+char *srv_sink_text(gufo_text_buffer *kept, const char *text, size_t len, bool stream, bool *oom)
+{
+    if (kept && gufo_text_buffer_append(kept, text, len) != GUFO_OK) {
+        *oom = true;
+        return NULL;
+    }
+    if (!stream)
+        return NULL;
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        *oom = true;
+        return NULL;
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    return copy;
+}
+
 /* ---- server-sent events ------------------------------------------------------ */
 
 void srv_sse_raw(srv_sse *sse, const char *text)

@@ -89,6 +89,15 @@ void srv_generation_free(srv_generation *g);
 /** A fresh id: prefix + time + counter ("chatcmpl-…", "resp_…", "msg_…", "call_…"). */
 void srv_new_id(srv_app *app, const char *prefix, char *out, size_t cap);
 
+/**
+ * What every protocol's text sink does first with a piece of text: appends
+ * it to `kept` (when not NULL: the open block, or the whole answer) and,
+ * when streaming, returns a NUL-terminated copy for the delta event (the
+ * caller frees it). NULL when there is no event to send: not streaming, or
+ * memory ran out (then `*oom` is set).
+ */
+char *srv_sink_text(gufo_text_buffer *kept, const char *text, size_t len, bool stream, bool *oom);
+
 /* ---- server-sent events ---------------------------------------------------- */
 
 /** Where a stream's events go during one fill. */

@@ -336,18 +336,10 @@ static cJSON *chunk(api_output *o, cJSON *delta, const char *text, const char *f
 
 static void add_text(api_output *o, gufo_text_buffer *acc, const char *field, const char *text, size_t len)
 {
-    if (!o->stream) {
-        if (gufo_text_buffer_append(acc, text, len) != GUFO_OK)
-            o->oom = true;
+    /* A stream sends the text as it comes; one document keeps it for the end. */
+    char *copy = srv_sink_text(o->stream ? NULL : acc, text, len, o->stream, &o->oom);
+    if (!copy)
         return;
-    }
-    char *copy = malloc(len + 1);
-    if (!copy) {
-        o->oom = true;
-        return;
-    }
-    memcpy(copy, text, len);
-    copy[len] = '\0';
     if (o->kind == API_CHAT) {
         cJSON *delta = cJSON_CreateObject();
         cJSON_AddStringToObject(delta, field, copy);

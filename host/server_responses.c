@@ -489,19 +489,9 @@ static void write_text(resp_output *o, open_item kind, const char *text, size_t 
             send_event(o, ev);
         }
     }
-    if (gufo_text_buffer_append(o->text, text, len) != GUFO_OK) {
-        o->oom = true;
+    char *copy = srv_sink_text(o->text, text, len, o->stream, &o->oom);
+    if (!copy)
         return;
-    }
-    if (!o->stream)
-        return;
-    char *copy = malloc(len + 1);
-    if (!copy) {
-        o->oom = true;
-        return;
-    }
-    memcpy(copy, text, len);
-    copy[len] = '\0';
     cJSON *ev = event(o, kind == OPEN_MESSAGE ? "response.output_text.delta" : "response.reasoning_text.delta");
     add_indices(o, ev, true);
     cJSON_AddStringToObject(ev, "delta", copy);
