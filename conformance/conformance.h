@@ -179,7 +179,7 @@ bool conf_valid_utf8(const char *bytes, size_t len);
 
 /* ---- Files for bad-artifact and probe cases (artifact_edit.c) --------------- */
 
-/** Writes the first `len` bytes of `src` to `dst`. */
+/** Writes the first `len` bytes of `src` to `dst` (UINT64_MAX: all of it, a plain copy). */
 gufo_status conf_file_truncate_copy(const char *src, const char *dst, uint64_t len, gufo_error *err);
 
 /** Copies `src` to `dst` with every byte from `from` on set to `fill`. */
@@ -298,6 +298,15 @@ gufo_status conf_greedy_run(const conf_model *m, const gufo_token *prompt, size_
 
 /** Builds a deterministic pseudo-random prompt of `n` ordinary tokens (seeded). */
 void conf_make_prompt(const conf_model *m, uint32_t seed, gufo_token *out, size_t n);
+
+/**
+ * A prompt of `n` tokens that ends in the tokens of `text` (the last `n` of
+ * them when it has more), after pseudo-random ordinary tokens: prompts that
+ * end in different real text lead even a small model to different
+ * continuations, which random ids alone do not (a bigram model, say, has
+ * never seen most of them and continues them all alike).
+ */
+void conf_make_text_prompt(const conf_model *m, uint32_t seed, const char *text, gufo_token *out, size_t n);
 
 /* ---- Decisions helpers (decisions_harness.c) ---------------------------------- */
 

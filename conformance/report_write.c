@@ -129,10 +129,11 @@ void conf_summary_print(FILE *out, const conf_run_info *info, const conf_provide
     conf_report_count(r->report, NULL, counts);
     fprintf(out, "Conformance of %s (extension %s %s, %s, %s)\n", r->provider, r->extension, r->extension_version,
             r->origin, r->capability);
-    fprintf(out, "  Gufo %s, extension API %s; %s, %u CPU(s), %u thread(s); device: %s%s%s\n", info->gufo_version,
+    /* A GPU backend compiled in but no usable device says so: "device: cuda" alone reads as "ran on a GPU". */
+    fprintf(out, "  Gufo %s, extension API %s; %s, %u CPU(s), %u thread(s); device: %s%s%s%s%s\n", info->gufo_version,
             info->api_version, info->cpu, info->cpu_count, info->threads,
             info->device.backend ? info->device.backend : "none", info->device.name[0] ? " " : "",
-            info->device.name);
+            info->device.name, info->device_error[0] ? ", none usable: " : "", info->device_error);
     fprintf(out, "  artifact: %s\n", r->artifact ? r->artifact : "(none)");
     if (!r->available) fprintf(out, "  provider unavailable: %s\n", r->reason);
     /* Per suite, then the cases that did not pass, so the reader sees what to fix first. */

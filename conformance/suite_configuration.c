@@ -5,9 +5,12 @@
 
 #include "conformance.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 /* The manifest object of the provider under test, or NULL. */
 static const cJSON *manifest_provider(const conf_ctx *ctx)
@@ -209,6 +212,60 @@ static bool probe_file(const conf_ctx *ctx, const char *path, gufo_status *st, g
     return true;
 }
 
+/* Read accounting cannot see a file the probe maps itself, so this case
+ * watches a private copy of the artifact with inotify: any open of it while
+ * the probe runs is the probe going around the gufo_artifact it was handed,
+ * to read or map the file (tensor data included). */
+static void probe_opens_no_file(conf_ctx *ctx)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, "probe_opens_no_file");
+    if (conf_need_artifact(&c)) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/probe-watched.gguf", ctx->work_dir);
+    gufo_error err = {0};
+    gufo_artifact *art = NULL;
+    if (conf_file_truncate_copy(ctx->artifact->path, path, UINT64_MAX, &err) != GUFO_OK ||
+        gufo_artifact_open(path, &art, &err) != GUFO_OK) {
+        remove(path);
+        conf_case_abort(&c, "cannot copy and open the artifact: %s", err.message);
+        return;
+    }
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    int watch = fd >= 0 ? inotify_add_watch(fd, path, IN_OPEN | IN_ACCESS) : -1;
+    if (watch < 0) {
+        int why = errno;
+        if (fd >= 0) close(fd);
+        gufo_artifact_close(art);
+        remove(path);
+        conf_case_skip(&c, "inotify is not available here to watch the probe (%s)", strerror(why));
+        return;
+    }
+    gufo_probe_result r = {0};
+    gufo_status st = ctx->provider.provider->probe(ctx->provider.provider->userdata, art, &r);
+    size_t opens = 0, reads = 0;
+    _Alignas(struct inotify_event) char events[4096];
+    ssize_t n;
+    while ((n = read(fd, events, sizeof events)) > 0)
+        for (char *p = events; p < events + n;) {
+            const struct inotify_event *e = (const struct inotify_event *)(void *)p;
+            if (e->mask & IN_OPEN) opens++;
+            if (e->mask & IN_ACCESS) reads++;
+            p += sizeof *e + e->len;
+        }
+    close(fd);
+    gufo_artifact_close(art);
+    remove(path);
+    if (st != GUFO_OK || !r.accept)
+        conf_case_fail(&c, "the probe did not accept a copy of the artifact: %s",
+                       st != GUFO_OK ? gufo_status_name(st) : r.reason);
+    if (opens)
+        conf_case_fail(&c, "the probe opened the file itself (%zu open(s), %zu read(s)): a probe answers from the "
+                       "gufo_artifact it is handed (metadata only) and must not open, read or map the file, whose "
+                       "tensor data is off limits at selection time", opens, reads);
+    conf_case_end(&c, "the probe answered without opening the file (watched with inotify)");
+}
+
 static void probe_ignores_tensor_bytes(conf_ctx *ctx)
 {
     conf_case c;
@@ -288,6 +345,7 @@ void conf_suite_configuration(conf_ctx *ctx)
     interface_complete(ctx);
     artifacts_accepted(ctx);
     probe_reads_metadata_only(ctx);
+    probe_opens_no_file(ctx);
     probe_ignores_tensor_bytes(ctx);
     conf_gguf_edit other = {.set_architecture = "gufo-conformance-other"};
     probe_declines(ctx, "probe_declines_other_architecture", &other, "general.architecture 'gufo-conformance-other'");

@@ -13,7 +13,8 @@ static void text_isolation(conf_ctx *ctx, const conf_model *m)
     gufo_token prompts[N_SESSIONS][PROMPT];
     gufo_token solo[N_SESSIONS][GEN];
     gufo_error err = {0};
-    for (int i = 0; i < N_SESSIONS; i++) conf_make_prompt(m, 100 + (uint32_t)i, prompts[i], PROMPT);
+    static const char *const endings[N_SESSIONS] = {"Once upon a ti", "The quick brown fo", "She said that th"};
+    for (int i = 0; i < N_SESSIONS; i++) conf_make_text_prompt(m, 100 + (uint32_t)i, endings[i], prompts[i], PROMPT);
 
     conf_case c;
     conf_case_begin(&c, ctx, "solo_runs_repeat");
@@ -26,7 +27,13 @@ static void text_isolation(conf_ctx *ctx, const conf_model *m)
         }
         if (memcmp(solo[i], again, sizeof again) != 0) conf_case_fail(&c, "prompt %d gives different tokens twice", i);
     }
-    conf_case_end(&c, "%d prompts give the same %d greedy tokens on every run", N_SESSIONS, GEN);
+    /* Sessions that all produce the same tokens could share every bit of state unnoticed. */
+    if (memcmp(solo[0], solo[1], sizeof solo[0]) == 0 && memcmp(solo[1], solo[2], sizeof solo[0]) == 0)
+        conf_case_fail(&c, "the %d prompts (ending in different text) all give the same %d tokens: the model's output "
+                       "does not depend on its input, so the cases below could not see sessions share state",
+                       N_SESSIONS, GEN);
+    conf_case_end(&c, "%d prompts give the same %d greedy tokens on every run, and not all the same tokens",
+                  N_SESSIONS, GEN);
     if (c.failures) return;
 
     /* Interleaved prefill: chunks of the three prompts alternate. */
@@ -74,9 +81,13 @@ static void text_isolation(conf_ctx *ctx, const conf_model *m)
             conf_case_fail(&c, "decode failed: %s", err.message);
         } else {
             for (int i = 0; i < N_SESSIONS; i++)
-                if (memcmp(out + i * GEN, solo[i], sizeof solo[i]) != 0)
-                    conf_case_fail(&c, "session %d decoded in a batch of %d differs from its solo run", i,
-                                   N_SESSIONS);
+                for (int k = 0; k < GEN; k++)
+                    if (out[i * GEN + k] != solo[i][k]) {
+                        conf_case_fail(&c, "session %d decoded in a batch of %d differs from its solo run at token "
+                                       "%d: %d, solo %d (does the batch share a buffer or state between its items?)",
+                                       i, N_SESSIONS, k, out[i * GEN + k], solo[i][k]);
+                        break;
+                    }
         }
         conf_case_end(&c, "%d sessions decoded together (max_batch %u) give their solo tokens", N_SESSIONS,
                       conf_text_info(m).max_batch);

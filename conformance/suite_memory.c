@@ -76,7 +76,10 @@ void conf_suite_memory(conf_ctx *ctx)
     conf_case_begin(&c, ctx, "tiny_budget_refused");
     uint64_t tiny = after_create / 4 ? after_create / 4 : 1;
     st = conf_model_open(ctx, NULL, path, tiny, &m, &err);
-    if (st == GUFO_OK) {
+    if (st == GUFO_OK && after_create == 0) {
+        conf_case_fail(&c, "create succeeded within %llu byte(s): the model allocates nothing from the pool, so no "
+                       "budget limits it (see memory.weights_counted)", (unsigned long long)tiny);
+    } else if (st == GUFO_OK) {
         conf_case_fail(&c, "create succeeded within %llu bytes, a quarter of what it counted before",
                        (unsigned long long)tiny);
     } else if (st != GUFO_E_OVER_BUDGET) {
@@ -101,7 +104,19 @@ void conf_suite_memory(conf_ctx *ctx)
      * fail cleanly, and leave the sessions that fit working. */
     uint64_t budget = after_create + (peak - after_create) / 2 + 1;
     if (peak <= after_create) {
-        conf_case_skip(&c, "sessions allocate nothing from the pool (the peak equals the weights)");
+        /* The model says what a session costs: if that is not nothing, it must come from the pool. */
+        uint64_t per_token = 0;
+        if (conf_model_open(ctx, NULL, path, 0, &m, &err) == GUFO_OK)
+            per_token = conf_text_info(&m).session_bytes_per_token;
+        conf_model_close(&m);
+        if (per_token > 0) {
+            conf_case_abort(&c, "sessions allocate nothing from the pool, yet get_info() says a session takes %llu "
+                            "byte(s) per token: session memory (K/V cache, state) must come from params->memory so "
+                            "the host's budget holds", (unsigned long long)per_token);
+            return;
+        }
+        conf_case_skip(&c, "sessions allocate nothing from the pool (the peak equals the weights) and get_info() "
+                       "says they take no memory per token");
         return;
     }
     if (conf_model_open(ctx, NULL, path, budget, &m, &err) != GUFO_OK) {

@@ -238,3 +238,15 @@ void conf_make_prompt(const conf_model *m, uint32_t seed, gufo_token *out, size_
         out[i] = t;
     }
 }
+
+void conf_make_text_prompt(const conf_model *m, uint32_t seed, const char *text, gufo_token *out, size_t n)
+{
+    conf_make_prompt(m, seed, out, n);
+    gufo_token *tokens = NULL;
+    size_t n_text = 0;
+    gufo_error err = {0};
+    if (conf_text_tokenize(m, text, strlen(text), 0, &tokens, &n_text, &err) != GUFO_OK) return;
+    size_t take = n_text < n ? n_text : n;
+    memcpy(out + (n - take), tokens + (n_text - take), take * sizeof *out);
+    free(tokens);
+}
