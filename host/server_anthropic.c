@@ -127,6 +127,16 @@ static bool append_text(srv_chat_builder *b, const char **acc, const char *text,
     return true;
 }
 
+/* Appends the string member `member` of a `type` block (its text) to `*acc`; 400 when it has none. */
+static bool append_block_text(srv_chat_builder *b, const cJSON *block, const char *type, const char *member,
+                              const char *where, const char **acc, srv_api_error *e)
+{
+    const char *t = srv_json_string(block, member);
+    if (!t)
+        return srv_fail(e, 400, where, "a %s block needs a string '%s'", type, member);
+    return append_text(b, acc, t, e);
+}
+
 /* A user turn: text blocks make a user message; each tool_result becomes a tool message (chat
  * templates know tool results as their own role), placed before the user's text. */
 static bool parse_user(msg_request *r, const cJSON *content, size_t i, srv_api_error *e)
@@ -143,10 +153,7 @@ static bool parse_user(msg_request *r, const cJSON *content, size_t i, srv_api_e
         cJSON_ArrayForEach(block, content) {
             const char *type = srv_json_string(block, "type");
             if (type && strcmp(type, "text") == 0) {
-                const char *t = srv_json_string(block, "text");
-                if (!t)
-                    return srv_fail(e, 400, where, "a text block needs a string 'text'");
-                if (!append_text(&r->chat, &text, t, e))
+                if (!append_block_text(&r->chat, block, type, "text", where, &text, e))
                     return false;
             } else if (type && strcmp(type, "tool_result") == 0) {
                 const char *id = srv_json_string(block, "tool_use_id");
@@ -205,16 +212,10 @@ static bool parse_assistant(msg_request *r, const cJSON *content, size_t i, srv_
         cJSON_ArrayForEach(block, content) {
             const char *type = srv_json_string(block, "type");
             if (type && strcmp(type, "text") == 0) {
-                const char *t = srv_json_string(block, "text");
-                if (!t)
-                    return srv_fail(e, 400, where, "a text block needs a string 'text'");
-                if (!append_text(&r->chat, &msg.content, t, e))
+                if (!append_block_text(&r->chat, block, type, "text", where, &msg.content, e))
                     return false;
             } else if (type && strcmp(type, "thinking") == 0) {
-                const char *t = srv_json_string(block, "thinking");
-                if (!t)
-                    return srv_fail(e, 400, where, "a thinking block needs a string 'thinking'");
-                if (!append_text(&r->chat, &msg.reasoning, t, e))
+                if (!append_block_text(&r->chat, block, type, "thinking", where, &msg.reasoning, e))
                     return false;
             } else if (type && strcmp(type, "redacted_thinking") == 0) {
                 continue; /* opaque to any model but the one that wrote it */
