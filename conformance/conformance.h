@@ -168,6 +168,13 @@ uint64_t conf_memory_counted(const gufo_memory *memory);
  */
 const cJSON *conf_reference_entries(conf_case *c, const char *key, const char *what);
 
+/**
+ * For a golden comparison that failed: adds to the case's detail that a model
+ * changed on purpose needs its reference data regenerated, naming the file.
+ * Does nothing when the case has not failed.
+ */
+void conf_case_hint_reference(conf_case *c);
+
 /** Reads a double from the reference's "tolerances" object, or `fallback`. */
 double conf_tolerance(const conf_ctx *ctx, const char *key, double fallback);
 

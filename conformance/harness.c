@@ -203,6 +203,16 @@ const cJSON *conf_reference_entries(conf_case *c, const char *key, const char *w
     return NULL;
 }
 
+void conf_case_hint_reference(conf_case *c)
+{
+    const conf_artifact *a = c->ctx->artifact;
+    if (!c->failures || !a || !a->reference_path) return;
+    size_t len = strlen(c->detail);
+    snprintf(c->detail + len, sizeof c->detail - len,
+             " (if the model or its training data changed on purpose, regenerate %s with its generator)",
+             a->reference_path);
+}
+
 double conf_tolerance(const conf_ctx *ctx, const char *key, double fallback)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(conf_reference(ctx), "tolerances");

@@ -57,6 +57,7 @@ static void text_greedy_golden(conf_ctx *ctx, const conf_model *m)
         free(got);
         runs++;
     }
+    conf_case_hint_reference(&c);
     conf_case_end(&c, "%zu greedy continuation(s), %zu tokens, equal the golden ones", runs, tokens);
 }
 
@@ -112,6 +113,7 @@ static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
     free(logits);
     if (worst > tol)
         conf_case_fail(&c, "largest logit difference %.3g exceeds the tolerance %.3g", worst, tol);
+    conf_case_hint_reference(&c);
     conf_case_end(&c, "%zu positions of %zu sequence(s): largest |logit - golden| %.3g <= %.3g", positions, seqs,
                   worst, tol);
 }
@@ -310,7 +312,12 @@ static void decisions_golden(conf_ctx *ctx, const conf_model *m)
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(conf_reference(ctx), "decisions");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(ref, "cases");
     if (!cJSON_IsArray(cases) || cJSON_GetArraySize(cases) == 0) {
-        conf_case_skip(&c, "the extension ships no golden decisions for this artifact (\"decisions\")");
+        if (!cJSON_IsObject(ref)) { /* no "decisions" at all: say what to add where */
+            conf_reference_entries(&c, "decisions", "golden decisions");
+            return;
+        }
+        conf_case_skip(&c, "the extension ships no golden decisions for this artifact: \"decisions\" in %s has no "
+                       "\"cases\"", ctx->artifact->reference_path);
         return;
     }
     const cJSON *min = cJSON_GetObjectItemCaseSensitive(ref, "min_agreement");
@@ -335,6 +342,7 @@ static void decisions_golden(conf_ctx *ctx, const conf_model *m)
     if (rate < min_agreement)
         conf_case_fail(&c, "%zu of %zu golden labels (%.1f%%), below the required %.1f%%", agree, n, 100 * rate,
                        100 * min_agreement);
+    conf_case_hint_reference(&c);
     conf_case_end(&c, "%zu of %zu golden labels (%.1f%%, required %.1f%%)", agree, n, 100 * rate, 100 * min_agreement);
 
     decisions_cross_provider(ctx, m, &info);

@@ -236,6 +236,7 @@ static void reference_vectors(conf_ctx *ctx, const conf_model *m)
         free(tokens);
         checked++;
     }
+    conf_case_hint_reference(&c);
     conf_case_end(&c, "%zu reference vectors (%zu tokens) agree token for token", checked, tokens_total);
 }
 
