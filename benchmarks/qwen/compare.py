@@ -504,7 +504,7 @@ def run_serve(args, engine, model, results, budget, log):
     port = free_port()
     cmd = server_command(args, engine, model, port, max(args.streams))
     log.write("$ " + " ".join(cmd))
-    server_log = tempfile.TemporaryFile(mode="w+")
+    server_log = tempfile.TemporaryFile(mode="w+", errors="replace")
     try:
         proc = subprocess.Popen(cmd, stdout=server_log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     except OSError as e:
