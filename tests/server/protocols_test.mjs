@@ -705,6 +705,61 @@ async function groupDecisions() {
   }, model);
 }
 
+// ---- out of memory in one request ---------------------------------------------------
+
+// Issue 4: "out of memory in one request -> that request fails with 503 and the
+// server keeps serving". A 4k-context model under a host budget with room for the
+// model and one short session (its first KV reservation): a long prompt needs the
+// KV cache to grow past the budget and must fail alone, with 503 and an error
+// object (in each protocol's shape), while short requests before and after succeed
+// and the model's memory never passes the budget.
+async function groupOom() {
+  const generator = process.env.GUFO_QWEN_RANDOM_MODEL;
+  const vocab = process.env.GUFO_QWEN_VOCAB;
+  if (!generator || !existsSync(generator) || !vocab || !existsSync(vocab)) {
+    console.log(`SKIP: needs qwen_random_model and qwen3-vocab.gguf (GUFO_QWEN_RANDOM_MODEL=${generator}, ` +
+      `GUFO_QWEN_VOCAB=${vocab}; the vocabulary needs npm ci in extensions/qwen/tests/reference)`);
+    process.exit(77);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'gufo-oom-'));
+  try {
+    const model = join(dir, 'oom4k.gguf');
+    const gen = spawnSync(generator, ['--shape', 'tiny', '--type', 'q8_0', '--vocab', vocab, '--out', model, '--threads', '2'],
+      { encoding: 'utf8', timeout: 120000 });
+    assert.equal(gen.status, 0, gen.stderr);
+    const args = ['--sessions', '1', '--cache-sessions', '0', '--threads', '1'];
+    const short = { model: 'oom4k', messages: [{ role: 'user', content: 'Hello there.' }], max_tokens: 4, temperature: 0 };
+    const long = { ...short, messages: [{ role: 'user', content: 'many words '.repeat(900) }] };
+    const peak = async (server) =>
+      metricValue(await scrapeMetrics(server), 'gufo_model_memory_peak_bytes', { kind: 'host' });
+    let budget = 0;
+    await withServer(args, async (server) => {
+      assert.equal((await post(server, '/v1/chat/completions', short)).status, 200);
+      budget = Math.ceil((await peak(server)) * 1.02);
+      // Without a budget the long prompt fits the context and succeeds: the 503 below is memory, not length.
+      assert.equal((await post(server, '/v1/chat/completions', long)).status, 200);
+    }, model);
+    await withServer([...args, '--memory-budget', `host=${budget}`], async (server) => {
+      const before = await post(server, '/v1/chat/completions', short);
+      assert.equal(before.status, 200, before.text);
+      const chat = await post(server, '/v1/chat/completions', long);
+      assertErrorObject(chat, 503, 'chat: the KV cache cannot grow inside the budget');
+      assert.match(chat.json.error.message, /memory|budget/i, chat.text);
+      const msg = await post(server, '/v1/messages', { ...long, max_tokens: 4 });
+      assert.equal(msg.status, 503, msg.text);
+      assert.equal(msg.json?.type, 'error', msg.text);
+      const after = await post(server, '/v1/chat/completions', short);
+      assert.equal(after.status, 200, `a short request after the failed one: ${after.text}`);
+      assert.equal(after.json.choices[0].message.content, before.json.choices[0].message.content);
+      const m = await scrapeMetrics(server);
+      assert.ok(metricValue(m, 'gufo_model_memory_peak_bytes', { kind: 'host' }) <= budget, m.text);
+      console.log(`oom: budget ${budget} bytes; long prompt ${chat.status}: ${chat.json.error.message}`);
+    }, model);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 await runGroups('protocols_test.mjs', {
   responses: groupResponses,
   messages: groupMessages,
@@ -717,4 +772,5 @@ await runGroups('protocols_test.mjs', {
   auth: groupAuth,
   embeddings: groupEmbeddings,
   decisions: groupDecisions,
+  oom: groupOom,
 });
