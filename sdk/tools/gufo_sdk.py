@@ -54,11 +54,16 @@ COMMAND_ENUM = {
 }
 # Option names the host keeps for itself (its own settings, sampling and
 # command controls). A manifest declaring one would shadow a host option.
+# Every option name the host's own commands take (host/*.c): an extension option
+# of the same name would be shadowed by the host's. tests/sdk checks the list
+# still covers them all.
 RESERVED_OPTIONS = (
     "help", "version", "model", "host", "port", "api-key", "context", "sessions", "memory-budget",
     "threads", "temperature", "top-k", "top-p", "min-p", "seed", "max-tokens", "repeat-penalty",
     "presence-penalty", "frequency-penalty", "speculative", "json", "section", "verbose", "quiet",
     "n-predict", "prompt", "system", "repetitions", "depth",
+    "chat", "no-thinking", "reuse", "n-prompt", "n-gen", "model-name", "queue", "max-body",
+    "request-timeout", "cache-sessions", "idle-timeout",
 )
 API_REQUIREMENT_RE = re.compile(r"^>= 0\.([0-9]+)\.([0-9]+)$")
 MINOR_DIR_RE = re.compile(r"^0\.([0-9]+)$")

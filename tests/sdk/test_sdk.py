@@ -210,6 +210,17 @@ class ManifestTests(SdkTestCase):
         ]:
             self.assertIn(expected, out)
 
+    def test_reserved_options_cover_host(self):
+        """Every option of the host's own commands is reserved, so no extension option is shadowed."""
+        sys.path.insert(0, str(SRC / "sdk" / "tools"))
+        import gufo_sdk
+        declared = set()
+        for source in sorted((SRC / "host").glob("*.c")):
+            declared |= set(re.findall(r'\{\.name = "([a-z0-9-]+)"', source.read_text()))
+        self.assertGreater(len(declared), 20, "host option tables not found (cli_option .name = ...)")
+        self.assertEqual(sorted(declared - set(gufo_sdk.RESERVED_OPTIONS)), [],
+                         "host options missing from RESERVED_OPTIONS in sdk/tools/gufo_sdk.py")
+
     def test_manifest_conformance(self):
         """The conformance list: named files must exist, reference data must pass its schema."""
         root = WORK / "manifest_conformance"
