@@ -28,7 +28,8 @@ README.md). Every run has a timeout, the whole script a time budget
 anything missing (no gufo GPU provider, no llama.cpp binary, a failed run).
 Results go to OUT/results.json (everything, machine-readable), OUT/results.md
 (the tables) and OUT/logs.txt (the commands and the tail of their output).
---resume OUT/results.json keeps earlier measurements and runs only the rest.
+--resume OUT/results.json keeps earlier measurements and runs only the rest (a timed-out
+cell counts as measured unless --retry-timeouts).
 
 --self-test checks this script's own parsing and arithmetic on a tiny model it
 writes with --qwen-random-model, then, when --llama-cpp is given, runs a short
@@ -376,7 +377,17 @@ def run_bench_group(args, engine, model, tests, reps, results, budget, log, warm
             reason = "timed out after %.0f s" % seconds if rc == "timeout" else \
                 "failed (rc %s): %s" % (rc, (tail(err, 300).strip().splitlines() or [""])[-1])
         for t in wanted:
-            results.setdefault(test_name(*t), {})[engine] = {"error": reason}
+            results.setdefault(test_name(*t), {})[engine] = {"error": reason, "timed_out": rc == "timeout"}
+
+
+def needs_run(entry, args):
+    """Whether a cell (an engine's result for one test) is still to measure: missing, or failed --
+    except a timeout, which is a result (--retry-timeouts runs it again, e.g. with a longer --timeout-s)."""
+    if not entry:
+        return True
+    if "error" not in entry:
+        return False
+    return not entry.get("timed_out") or args.retry_timeouts
 
 
 def command_tests(cmd, engine):
@@ -841,14 +852,13 @@ def compare(args):
             for engine in type_engines:
                 if part == "bench":
                     name, group_tests = group
-                    todo = [x for x in group_tests if not tests.get(test_name(*x), {}).get(engine)
-                            or "error" in tests[test_name(*x)][engine]]
+                    todo = [x for x in group_tests if needs_run(tests.get(test_name(*x), {}).get(engine), args)]
                     if todo:
                         reps = args.reps_long if name == "long" else args.reps
                         run_bench_group(args, engine, path, todo, reps, tests, budget, log, warmup=name != "long")
                 else:
                     names = ["streams%d" % n for n in args.streams]
-                    if any(not tests.get(n, {}).get(engine) or "error" in tests[n][engine] for n in names):
+                    if any(needs_run(tests.get(n, {}).get(engine), args) for n in names):
                         run_serve(args, engine, path, tests, budget, log)
                 write_report(report, args.out)
         write_report(report, args.out)
@@ -906,6 +916,12 @@ def self_test(args):
     long_cmds = llama_bench_commands(ns, "m.gguf", groups["long"], 1, warmup=False)
     check([command_tests(c, "llama.cpp") for c in long_cmds] == [{"pp32768@d0"}] and "--no-warmup" in long_cmds[0],
           "one llama-bench command per long prefill, without warm-up")
+    # --resume: missing and failed cells run again; a timeout is a result unless --retry-timeouts.
+    keep, retry = argparse.Namespace(retry_timeouts=False), argparse.Namespace(retry_timeouts=True)
+    timed_out = {"error": "timed out after 100 s", "timed_out": True}
+    check(needs_run(None, keep) and needs_run({"error": "failed (rc 1): x"}, keep), "missing and failed cells run")
+    check(not needs_run({"tok_s": 1.0}, keep) and not needs_run(timed_out, keep), "measured and timed-out cells kept")
+    check(needs_run(timed_out, retry), "--retry-timeouts runs timed-out cells")
     report = {"command": "test", "types": ["q4_k_m"], "machine": {"cpus": 2}, "bandwidth": {"copy_gbs": 100.0},
               "results": {"q4_k_m": {"model": info, "tests": {
                   "tg128@d0": {"llama.cpp": {"tok_s": 100.0}, "gufo": {"tok_s": 250.0}},
@@ -990,7 +1006,9 @@ def main():
     p.add_argument("--min-run-s", type=float, default=15, help="do not start a run with less budget left")
     p.add_argument("--bandwidth-gbs", type=float, help="use this bandwidth instead of measuring it")
     p.add_argument("--gufo-cpu", action="store_true", help="run gufo even when it has only its CPU provider")
-    p.add_argument("--resume", help="an earlier results.json: keep its numbers, run what is missing or failed")
+    p.add_argument("--resume", help="an earlier results.json: keep its numbers, run what is missing or failed "
+                   "(a timeout counts as a result unless --retry-timeouts)")
+    p.add_argument("--retry-timeouts", action="store_true", help="with --resume: run timed-out cells again")
     p.add_argument("--self-test", action="store_true", help="check this script on a tiny model (see above)")
     p.add_argument("--qwen-random-model", help="the qwen_random_model tool (for --self-test)")
     p.add_argument("--vocab", help="qwen3-vocab.gguf (for --self-test)")
