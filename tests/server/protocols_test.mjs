@@ -445,15 +445,10 @@ async function groupToolChoice() {
   });
 }
 
-// ---- tools with a model whose context holds them --------------------------------------
-
-// The qwen extension's random-model tool writes a Qwen3 of the tiny shape with the real
-// vocabulary and chat template and a 4096-token context: room for the tool preamble. Its
-// output is still random, so it never calls a tool: what is checked is that each
-// protocol's tools render to the same prompt (same tokens, same greedy text as chat), and
-// that a required / named tool_choice the model ignores is answered as documented
-// (422 tool_choice_not_satisfied; a failure event at the end of a stream).
-async function groupToolsModel() {
+// Runs body(path) with a Qwen3 of the tiny shape and a 4096-token context, written by the
+// qwen extension's random-model tool with the real vocabulary and chat template into a
+// temporary directory (removed afterwards); skips (77) when the tool or vocabulary is missing.
+async function withRandomModel(name, body) {
   const generator = process.env.GUFO_QWEN_RANDOM_MODEL;
   const vocab = process.env.GUFO_QWEN_VOCAB;
   if (!generator || !existsSync(generator) || !vocab || !existsSync(vocab)) {
@@ -463,10 +458,26 @@ async function groupToolsModel() {
   }
   const dir = mkdtempSync(join(tmpdir(), 'gufo-protocols-'));
   try {
-    const model = join(dir, 'tools4k.gguf');
+    const model = join(dir, `${name}.gguf`);
     const gen = spawnSync(generator, ['--shape', 'tiny', '--type', 'q8_0', '--vocab', vocab, '--out', model, '--threads', '2'],
       { encoding: 'utf8', timeout: 120000 });
     assert.equal(gen.status, 0, gen.stderr);
+    await body(model);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---- tools with a model whose context holds them --------------------------------------
+
+// The qwen extension's random-model tool writes a Qwen3 of the tiny shape with the real
+// vocabulary and chat template and a 4096-token context: room for the tool preamble. Its
+// output is still random, so it never calls a tool: what is checked is that each
+// protocol's tools render to the same prompt (same tokens, same greedy text as chat), and
+// that a required / named tool_choice the model ignores is answered as documented
+// (422 tool_choice_not_satisfied; a failure event at the end of a stream).
+async function groupToolsModel() {
+  await withRandomModel('tools4k', async (model) => {
     await withServer([], async (server) => {
       const openai = client(server);
       const claude = anthropic(server);
@@ -524,9 +535,7 @@ async function groupToolsModel() {
       assert.equal((await post(server, '/v1/messages', { ...mbase, tool_choice: { type: 'auto' } })).status, 200);
       assert.equal((await post(server, '/v1/responses', { ...rbase, tool_choice: 'none' })).status, 200);
     }, model);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 // ---- deadlines --------------------------------------------------------------------
@@ -714,19 +723,7 @@ async function groupDecisions() {
 // object (in each protocol's shape), while short requests before and after succeed
 // and the model's memory never passes the budget.
 async function groupOom() {
-  const generator = process.env.GUFO_QWEN_RANDOM_MODEL;
-  const vocab = process.env.GUFO_QWEN_VOCAB;
-  if (!generator || !existsSync(generator) || !vocab || !existsSync(vocab)) {
-    console.log(`SKIP: needs qwen_random_model and qwen3-vocab.gguf (GUFO_QWEN_RANDOM_MODEL=${generator}, ` +
-      `GUFO_QWEN_VOCAB=${vocab}; the vocabulary needs npm ci in extensions/qwen/tests/reference)`);
-    process.exit(77);
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'gufo-oom-'));
-  try {
-    const model = join(dir, 'oom4k.gguf');
-    const gen = spawnSync(generator, ['--shape', 'tiny', '--type', 'q8_0', '--vocab', vocab, '--out', model, '--threads', '2'],
-      { encoding: 'utf8', timeout: 120000 });
-    assert.equal(gen.status, 0, gen.stderr);
+  await withRandomModel('oom4k', async (model) => {
     const args = ['--sessions', '1', '--cache-sessions', '0', '--threads', '1'];
     const short = { model: 'oom4k', messages: [{ role: 'user', content: 'Hello there.' }], max_tokens: 4, temperature: 0 };
     const long = { ...short, messages: [{ role: 'user', content: 'many words '.repeat(900) }] };
@@ -755,9 +752,7 @@ async function groupOom() {
       assert.ok(metricValue(m, 'gufo_model_memory_peak_bytes', { kind: 'host' }) <= budget, m.text);
       console.log(`oom: budget ${budget} bytes; long prompt ${chat.status}: ${chat.json.error.message}`);
     }, model);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 await runGroups('protocols_test.mjs', {
