@@ -117,81 +117,6 @@ void conf_gguf_tensor_extent(const char *path, uint64_t *total, uint64_t *end)
     if (end) *end = last;
 }
 
-/* Copies one key/value; integers narrower than 32 bits are widened (the
- * writer's scalar setters start at 32 bits, and readers accept any integer
- * type whose value fits). */
-static gufo_status copy_kv(const gufo_gguf *g, gufo_gguf_writer *w, const char *key, const gufo_gguf_value *v)
-{
-    switch (v->type) {
-    case GUFO_GGUF_UINT8: case GUFO_GGUF_UINT16: case GUFO_GGUF_UINT32:
-        return gufo_gguf_writer_set_u32(w, key, (uint32_t)v->v.u64);
-    case GUFO_GGUF_INT8: case GUFO_GGUF_INT16: case GUFO_GGUF_INT32:
-        return gufo_gguf_writer_set_i32(w, key, (int32_t)v->v.i64);
-    case GUFO_GGUF_UINT64: return gufo_gguf_writer_set_u64(w, key, v->v.u64);
-    case GUFO_GGUF_INT64: return gufo_gguf_writer_set_i64(w, key, v->v.i64);
-    case GUFO_GGUF_FLOAT32: return gufo_gguf_writer_set_f32(w, key, (float)v->v.f64);
-    case GUFO_GGUF_FLOAT64: return gufo_gguf_writer_set_f64(w, key, v->v.f64);
-    case GUFO_GGUF_BOOL: return gufo_gguf_writer_set_bool(w, key, v->v.b);
-    case GUFO_GGUF_STRING: return gufo_gguf_writer_set_string(w, key, v->v.str.data);
-    case GUFO_GGUF_ARRAY: break;
-    }
-    static const size_t csize[] = {
-        [GUFO_GGUF_UINT8] = 1, [GUFO_GGUF_INT8] = 1, [GUFO_GGUF_UINT16] = 2, [GUFO_GGUF_INT16] = 2,
-        [GUFO_GGUF_UINT32] = 4, [GUFO_GGUF_INT32] = 4, [GUFO_GGUF_FLOAT32] = 4, [GUFO_GGUF_BOOL] = sizeof(bool),
-        [GUFO_GGUF_STRING] = sizeof(const char *), [GUFO_GGUF_ARRAY] = 0, [GUFO_GGUF_UINT64] = 8,
-        [GUFO_GGUF_INT64] = 8, [GUFO_GGUF_FLOAT64] = 8,
-    };
-    gufo_gguf_type et = v->array_type;
-    if ((unsigned)et > GUFO_GGUF_FLOAT64 || et == GUFO_GGUF_ARRAY) return GUFO_E_FORMAT;
-    uint8_t *elements = calloc(v->count ? v->count : 1, csize[et]);
-    if (!elements) return GUFO_E_NO_MEMORY;
-    gufo_status st = GUFO_OK;
-    for (uint64_t i = 0; i < v->count && st == GUFO_OK; i++) {
-        uint8_t *dst = elements + i * csize[et];
-        uint64_t u = 0;
-        int64_t s = 0;
-        double f = 0;
-        switch (et) {
-        case GUFO_GGUF_STRING: {
-            const char *data = NULL;
-            uint64_t len = 0;
-            st = gufo_gguf_array_string(g, v, i, &data, &len);
-            memcpy(dst, &data, sizeof data);
-            break;
-        }
-        case GUFO_GGUF_FLOAT32:
-            if ((st = gufo_gguf_array_f64(g, v, i, &f)) == GUFO_OK) *(float *)(void *)dst = (float)f;
-            break;
-        case GUFO_GGUF_FLOAT64:
-            if ((st = gufo_gguf_array_f64(g, v, i, &f)) == GUFO_OK) memcpy(dst, &f, 8);
-            break;
-        case GUFO_GGUF_INT8: case GUFO_GGUF_INT16: case GUFO_GGUF_INT32: case GUFO_GGUF_INT64:
-            if ((st = gufo_gguf_array_i64(g, v, i, &s)) == GUFO_OK) {
-                int8_t s8 = (int8_t)s;
-                int16_t s16 = (int16_t)s;
-                int32_t s32 = (int32_t)s;
-                memcpy(dst, et == GUFO_GGUF_INT8 ? (void *)&s8 : et == GUFO_GGUF_INT16 ? (void *)&s16
-                            : et == GUFO_GGUF_INT32 ? (void *)&s32 : (void *)&s, csize[et]);
-            }
-            break;
-        default: /* unsigned and bool */
-            if ((st = gufo_gguf_array_u64(g, v, i, &u)) == GUFO_OK) {
-                uint8_t u8 = (uint8_t)u;
-                uint16_t u16 = (uint16_t)u;
-                uint32_t u32 = (uint32_t)u;
-                bool b = u != 0;
-                memcpy(dst, et == GUFO_GGUF_BOOL ? (void *)&b : et == GUFO_GGUF_UINT8 ? (void *)&u8
-                            : et == GUFO_GGUF_UINT16 ? (void *)&u16 : et == GUFO_GGUF_UINT32 ? (void *)&u32
-                            : (void *)&u, csize[et]);
-            }
-            break;
-        }
-    }
-    if (st == GUFO_OK) st = gufo_gguf_writer_set_array(w, key, et, elements, v->count);
-    free(elements);
-    return st;
-}
-
 /* The tensor's data for its new type: values converted through float32 for
  * the types the runtime converts, zero bytes otherwise. */
 static gufo_status retype(const gufo_tensor_info *info, const void *data, gufo_tensor_type type, void **out,
@@ -291,7 +216,7 @@ gufo_status conf_gguf_rewrite(const char *src, const char *dst, const conf_gguf_
             continue;
         }
         have_arch |= is_arch;
-        st = copy_kv(g, w, key, &v);
+        st = gufo_gguf_writer_copy_value(w, key, g, &v);
         if (st != GUFO_OK) gufo_error_set(err, st, "copying key '%s' failed", key);
     }
     if (st == GUFO_OK && !have_arch && edit->set_architecture)

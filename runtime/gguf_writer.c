@@ -303,6 +303,129 @@ GUFO_EXT_API gufo_status gufo_gguf_writer_set_array(gufo_gguf_writer *w, const c
     return add_kv(w, key, b);
 }
 
+/* ---- Copying a value from a reader ------------------------------------------ */
+
+static bool is_unsigned_type(gufo_gguf_type t)
+{
+    return t == GUFO_GGUF_UINT8 || t == GUFO_GGUF_UINT16 || t == GUFO_GGUF_UINT32 || t == GUFO_GGUF_UINT64;
+}
+
+static bool is_signed_type(gufo_gguf_type t)
+{
+    return t == GUFO_GGUF_INT8 || t == GUFO_GGUF_INT16 || t == GUFO_GGUF_INT32 || t == GUFO_GGUF_INT64;
+}
+
+/* Bytes of an integer type: 1, 2, 4 or 8. */
+static unsigned integer_bytes(gufo_gguf_type t)
+{
+    switch (t) {
+    case GUFO_GGUF_UINT8: case GUFO_GGUF_INT8: return 1;
+    case GUFO_GGUF_UINT16: case GUFO_GGUF_INT16: return 2;
+    case GUFO_GGUF_UINT32: case GUFO_GGUF_INT32: return 4;
+    default: return 8;
+    }
+}
+
+/* Appends a non-array value of `type` from a reader's widened value; false
+ * when the value does not fit the type or the type is not a scalar or string. */
+static bool append_value(byte_buf *b, gufo_gguf_type type, const gufo_gguf_value *v)
+{
+    if (is_unsigned_type(type) || is_signed_type(type)) {
+        unsigned bytes = integer_bytes(type);
+        unsigned bits = 8 * bytes;
+        if (is_unsigned_type(type) && bits < 64 && v->v.u64 >> bits) return false;
+        if (is_signed_type(type) && bits < 64) {
+            int64_t lo = -((int64_t)1 << (bits - 1)), hi = ((int64_t)1 << (bits - 1)) - 1;
+            if (v->v.i64 < lo || v->v.i64 > hi) return false;
+        }
+        buf_le(b, is_signed_type(type) ? (uint64_t)v->v.i64 : v->v.u64, bytes);
+        return true;
+    }
+    switch (type) {
+    case GUFO_GGUF_FLOAT32: {
+        float f = (float)v->v.f64;
+        uint32_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        buf_le(b, bits, 4);
+        return true;
+    }
+    case GUFO_GGUF_FLOAT64: {
+        uint64_t bits;
+        memcpy(&bits, &v->v.f64, sizeof bits);
+        buf_le(b, bits, 8);
+        return true;
+    }
+    case GUFO_GGUF_BOOL: buf_le(b, v->v.b ? 1 : 0, 1); return true;
+    case GUFO_GGUF_STRING:
+        if (!v->v.str.data && v->v.str.len) return false;
+        buf_string(b, v->v.str.data, (size_t)v->v.str.len);
+        return true;
+    default: return false; /* arrays and unknown types */
+    }
+}
+
+/* Reads element `i` of `array` from `src` as the array's element type. */
+static gufo_status read_element(const gufo_gguf *src, const gufo_gguf_value *array, uint64_t i, gufo_gguf_value *out)
+{
+    gufo_gguf_type t = array->array_type;
+    out->type = t;
+    if (t == GUFO_GGUF_STRING) return gufo_gguf_array_string(src, array, i, &out->v.str.data, &out->v.str.len);
+    if (t == GUFO_GGUF_FLOAT32 || t == GUFO_GGUF_FLOAT64) return gufo_gguf_array_f64(src, array, i, &out->v.f64);
+    if (is_signed_type(t)) return gufo_gguf_array_i64(src, array, i, &out->v.i64);
+    if (t == GUFO_GGUF_BOOL) {
+        uint64_t u = 0;
+        gufo_status st = gufo_gguf_array_u64(src, array, i, &u);
+        if (st == GUFO_OK && u > 1) return GUFO_E_FORMAT; /* an integer array described as bool */
+        out->v.b = u != 0;
+        return st;
+    }
+    return gufo_gguf_array_u64(src, array, i, &out->v.u64);
+}
+
+GUFO_EXT_API gufo_status gufo_gguf_writer_copy_value(gufo_gguf_writer *w, const char *key, const gufo_gguf *src,
+                                                     const gufo_gguf_value *value)
+{
+    gufo_status st = check_key(w, key);
+    if (st != GUFO_OK) return st;
+    gufo_gguf_value found;
+    if (!value) {
+        if (!src) return GUFO_E_INVALID_ARGUMENT;
+        if ((st = gufo_gguf_find(src, key, &found)) != GUFO_OK) return st;
+        value = &found;
+    }
+    if (is_alignment_key(key)) {
+        /* Shapes the layout: only what gufo_gguf_writer_set_u32 accepts. */
+        if (value->type != GUFO_GGUF_UINT32 || value->v.u64 > UINT32_MAX) return GUFO_E_INVALID_ARGUMENT;
+        return gufo_gguf_writer_set_u32(w, key, (uint32_t)value->v.u64);
+    }
+    byte_buf b = {0};
+    buf_le(&b, (uint64_t)value->type, 4);
+    if (value->type != GUFO_GGUF_ARRAY) {
+        if (!append_value(&b, value->type, value)) {
+            free(b.data);
+            return GUFO_E_INVALID_ARGUMENT;
+        }
+        return add_kv(w, key, b);
+    }
+    gufo_gguf_type et = value->array_type;
+    if (!src || et == GUFO_GGUF_ARRAY || (unsigned)et > GUFO_GGUF_FLOAT64) {
+        free(b.data);
+        return GUFO_E_INVALID_ARGUMENT;
+    }
+    buf_le(&b, (uint64_t)et, 4);
+    buf_le(&b, value->count, 8);
+    for (uint64_t i = 0; i < value->count && !b.failed && st == GUFO_OK; i++) {
+        gufo_gguf_value element;
+        st = read_element(src, value, i, &element);
+        if (st == GUFO_OK && !append_value(&b, et, &element)) st = GUFO_E_INVALID_ARGUMENT;
+    }
+    if (st != GUFO_OK) {
+        free(b.data);
+        return st;
+    }
+    return add_kv(w, key, b);
+}
+
 /* ---- Tensors ---------------------------------------------------------------- */
 
 /* Validates a tensor's shape and returns its data size in *size. */

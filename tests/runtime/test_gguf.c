@@ -280,18 +280,25 @@ static void put_kv(bytes *b, const char *key, gufo_gguf_type t, uint64_t v, unsi
     put(b, v, n);
 }
 
+/* A header (no tensors, `n_kv` key/values) and the first five of them:
+ * u8 200, i8 -3, u16 60000, i16 -30000, i64 -5000000000. */
+static void put_header_and_integers(bytes *b, uint32_t version, uint64_t n_kv)
+{
+    put(b, 0x46554747, 4); /* "GGUF" */
+    put(b, version, 4);
+    put(b, 0, 8);
+    put(b, n_kv, 8);
+    put_kv(b, "u8", GUFO_GGUF_UINT8, 200, 1);
+    put_kv(b, "i8", GUFO_GGUF_INT8, (uint8_t)-3, 1);
+    put_kv(b, "u16", GUFO_GGUF_UINT16, 60000, 2);
+    put_kv(b, "i16", GUFO_GGUF_INT16, (uint16_t)-30000, 2);
+    put_kv(b, "i64", GUFO_GGUF_INT64, (uint64_t)-5000000000, 8);
+}
+
 static void test_all_scalar_types(void)
 {
     bytes b = {.n = 0};
-    put(&b, 0x46554747, 4); /* "GGUF" */
-    put(&b, 2, 4);          /* version 2 has the same layout */
-    put(&b, 0, 8);
-    put(&b, 9, 8);
-    put_kv(&b, "u8", GUFO_GGUF_UINT8, 200, 1);
-    put_kv(&b, "i8", GUFO_GGUF_INT8, (uint8_t)-3, 1);
-    put_kv(&b, "u16", GUFO_GGUF_UINT16, 60000, 2);
-    put_kv(&b, "i16", GUFO_GGUF_INT16, (uint16_t)-30000, 2);
-    put_kv(&b, "i64", GUFO_GGUF_INT64, (uint64_t)-5000000000, 8);
+    put_header_and_integers(&b, 2, 9); /* version 2 has the same layout */
     put_kv(&b, "u64", GUFO_GGUF_UINT64, UINT64_MAX, 8);
     double d = -0.125;
     uint64_t bits;
@@ -618,6 +625,231 @@ static void test_writer_replaces_atomically(void)
     gufo_gguf_close(g);
 }
 
+/* ---- Copying values from a reader to a writer ------------------------------------------ */
+
+/* True when two values read from two files are the same: type, element type,
+ * count, and every scalar, string (by length) and element. */
+static bool same_value(const gufo_gguf *ga, const gufo_gguf_value *a, const gufo_gguf *gb, const gufo_gguf_value *b)
+{
+    if (a->type != b->type) return false;
+    switch (a->type) {
+    case GUFO_GGUF_UINT8: case GUFO_GGUF_UINT16: case GUFO_GGUF_UINT32: case GUFO_GGUF_UINT64:
+        return a->v.u64 == b->v.u64;
+    case GUFO_GGUF_INT8: case GUFO_GGUF_INT16: case GUFO_GGUF_INT32: case GUFO_GGUF_INT64:
+        return a->v.i64 == b->v.i64;
+    case GUFO_GGUF_FLOAT32: case GUFO_GGUF_FLOAT64: return memcmp(&a->v.f64, &b->v.f64, sizeof a->v.f64) == 0;
+    case GUFO_GGUF_BOOL: return a->v.b == b->v.b;
+    case GUFO_GGUF_STRING:
+        return a->v.str.len == b->v.str.len && memcmp(a->v.str.data, b->v.str.data, a->v.str.len) == 0;
+    case GUFO_GGUF_ARRAY: break;
+    }
+    if (a->array_type != b->array_type || a->count != b->count) return false;
+    for (uint64_t i = 0; i < a->count; i++) {
+        bool ok;
+        gufo_gguf_type t = a->array_type;
+        if (t == GUFO_GGUF_STRING) {
+            const char *da = NULL, *db = NULL;
+            uint64_t la = 0, lb = 0;
+            ok = gufo_gguf_array_string(ga, a, i, &da, &la) == GUFO_OK &&
+                 gufo_gguf_array_string(gb, b, i, &db, &lb) == GUFO_OK && la == lb && memcmp(da, db, la) == 0;
+        } else if (t == GUFO_GGUF_FLOAT32 || t == GUFO_GGUF_FLOAT64) {
+            double da = 0, db = 1;
+            ok = gufo_gguf_array_f64(ga, a, i, &da) == GUFO_OK && gufo_gguf_array_f64(gb, b, i, &db) == GUFO_OK &&
+                 memcmp(&da, &db, sizeof da) == 0;
+        } else if (t == GUFO_GGUF_INT8 || t == GUFO_GGUF_INT16 || t == GUFO_GGUF_INT32 || t == GUFO_GGUF_INT64) {
+            int64_t xa = 0, xb = 1;
+            ok = gufo_gguf_array_i64(ga, a, i, &xa) == GUFO_OK && gufo_gguf_array_i64(gb, b, i, &xb) == GUFO_OK &&
+                 xa == xb;
+        } else {
+            uint64_t xa = 0, xb = 1;
+            ok = gufo_gguf_array_u64(ga, a, i, &xa) == GUFO_OK && gufo_gguf_array_u64(gb, b, i, &xb) == GUFO_OK &&
+                 xa == xb;
+        }
+        if (!ok) return false;
+    }
+    return true;
+}
+
+/* Copies every key/value of `src` into a new file at `path`. */
+static void copy_all(const gufo_gguf *src, const char *path)
+{
+    gufo_gguf_writer *w = NULL;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_create(&w), GUFO_OK);
+    for (uint64_t i = 0; i < gufo_gguf_kv_count(src); i++) {
+        const char *key = NULL;
+        gufo_gguf_value v;
+        GUFO_CHECK_EQ_INT(gufo_gguf_kv_at(src, i, &key, &v), GUFO_OK);
+        gufo_status st = gufo_gguf_writer_copy_value(w, key, src, &v);
+        if (st != GUFO_OK) fprintf(stderr, "copying '%s' failed: %s\n", key, gufo_status_str(st));
+        GUFO_CHECK_EQ_INT(st, GUFO_OK);
+    }
+    gufo_error err = {0};
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_write(w, path, &err), GUFO_OK);
+    gufo_gguf_writer_destroy(w);
+}
+
+/* Every key/value of `a` is in `b`, at the same index, with the same value. */
+static void check_same_metadata(const gufo_gguf *a, const gufo_gguf *b)
+{
+    GUFO_CHECK_EQ_INT(gufo_gguf_kv_count(a), gufo_gguf_kv_count(b));
+    for (uint64_t i = 0; i < gufo_gguf_kv_count(a) && i < gufo_gguf_kv_count(b); i++) {
+        const char *ka = NULL, *kb = NULL;
+        gufo_gguf_value va, vb;
+        GUFO_CHECK_EQ_INT(gufo_gguf_kv_at(a, i, &ka, &va), GUFO_OK);
+        GUFO_CHECK_EQ_INT(gufo_gguf_kv_at(b, i, &kb, &vb), GUFO_OK);
+        GUFO_CHECK_STREQ(ka, kb);
+        if (!same_value(a, &va, b, &vb)) fprintf(stderr, "key '%s' differs after the copy\n", ka);
+        GUFO_CHECK(same_value(a, &va, b, &vb));
+    }
+}
+
+/* The copy tests' paths (temp_path() reuses one buffer). */
+static char orig[1024], copy[1024];
+
+/* Writes the metadata file at `orig` and opens it as the source of a copy. */
+static gufo_gguf *open_copy_source(void)
+{
+    snprintf(orig, sizeof orig, "%s", temp_path("copy-src.gguf"));
+    snprintf(copy, sizeof copy, "%s", temp_path("copy-dst.gguf"));
+    write_metadata_file(orig);
+    return open_path(orig, GUFO_GGUF_OPEN_METADATA);
+}
+
+static void test_copy_value_round_trip(void)
+{
+    /* The writer's own file: every array element type, scalars, strings. The
+     * copy keeps types and order, so it is the same file byte for byte. */
+    gufo_gguf *src = open_copy_source();
+    if (!src) return;
+    copy_all(src, copy);
+    gufo_gguf *dst = open_path(copy, GUFO_GGUF_OPEN_MAP);
+    if (dst) check_same_metadata(src, dst);
+    gufo_gguf_close(dst);
+    size_t n_orig = 0, n_copy = 0;
+    unsigned char *b_orig = slurp(orig, &n_orig), *b_copy = slurp(copy, &n_copy);
+    GUFO_CHECK(b_orig && b_copy && n_orig == n_copy && memcmp(b_orig, b_copy, n_orig) == 0);
+    free(b_orig);
+    free(b_copy);
+    gufo_gguf_close(src);
+
+    /* The types the writer has no setter for, and NULs inside strings. */
+    bytes b = {.n = 0};
+    put_header_and_integers(&b, 3, 9);
+    put_kv(&b, "f32.nan", GUFO_GGUF_FLOAT32, 0x7fc00001u, 4);
+    put_str(&b, "nul", 3);
+    put(&b, GUFO_GGUF_STRING, 4);
+    put_str(&b, "a\0b", 3);
+    put_str(&b, "nul.array", 9);
+    put(&b, GUFO_GGUF_ARRAY, 4);
+    put(&b, GUFO_GGUF_STRING, 4);
+    put(&b, 2, 8);
+    put_str(&b, "x\0y\0", 4);
+    put_str(&b, "", 0);
+    put_str(&b, "general.alignment", 17);
+    put(&b, GUFO_GGUF_UINT32, 4);
+    put(&b, 64, 4);
+    gufo_error err = {0};
+    GUFO_CHECK_EQ_INT(gufo_gguf_open_memory(b.d, b.n, GUFO_GGUF_OPEN_METADATA, &src, &err), GUFO_OK);
+    if (!src) return;
+    copy_all(src, copy);
+    dst = open_path(copy, GUFO_GGUF_OPEN_METADATA);
+    if (dst) {
+        check_same_metadata(src, dst);
+        GUFO_CHECK_EQ_INT(gufo_gguf_alignment(dst), 64); /* general.alignment set the layout */
+    }
+    gufo_gguf_close(dst);
+    gufo_gguf_close(src);
+}
+
+static void test_copy_value_contract(void)
+{
+    gufo_gguf *src = open_copy_source();
+    if (!src) return;
+    gufo_gguf_writer *w = NULL;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_create(&w), GUFO_OK);
+    gufo_gguf_value strs, u32;
+    GUFO_CHECK_EQ_INT(gufo_gguf_find(src, "a.str", &strs), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find(src, "u32", &u32), GUFO_OK);
+
+    /* A lowered count copies a prefix, under another key; a count beyond the
+     * stored one is refused and adds nothing. */
+    gufo_gguf_value prefix = strs;
+    prefix.count = 2;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "prefix", src, &prefix), GUFO_OK);
+    gufo_gguf_value beyond = strs;
+    beyond.count = strs.count + 1;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "beyond", src, &beyond), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "beyond", src, &strs), GUFO_OK); /* nothing was added */
+    gufo_gguf_value as_float = strs;
+    as_float.array_type = GUFO_GGUF_FLOAT32; /* elements do not read as that type */
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "as_float", src, &as_float), GUFO_E_FORMAT);
+
+    /* A NULL value looks the key up in src. */
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "a.u16", src, NULL), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "missing", src, NULL), GUFO_E_NOT_FOUND);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "a.u16", NULL, NULL), GUFO_E_INVALID_ARGUMENT);
+
+    /* Scalars need no source; arrays do. */
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u32", NULL, &u32), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "nosrc", NULL, &strs), GUFO_E_INVALID_ARGUMENT);
+
+    /* Argument checks, duplicate keys, hand-made values that do not fit. */
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(NULL, "x", src, &u32), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, NULL, src, &u32), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "", src, &u32), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u32", src, &u32), GUFO_E_INVALID_ARGUMENT);
+    gufo_gguf_value made = {.type = GUFO_GGUF_UINT8};
+    made.v.u64 = 256;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u8", NULL, &made), GUFO_E_INVALID_ARGUMENT);
+    made.type = GUFO_GGUF_INT16;
+    made.v.i64 = -32769;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "i16", NULL, &made), GUFO_E_INVALID_ARGUMENT);
+    made.v.i64 = -32768;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "i16", NULL, &made), GUFO_OK);
+    made.type = (gufo_gguf_type)13;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "unknown", NULL, &made), GUFO_E_INVALID_ARGUMENT);
+    gufo_gguf_value nested = strs;
+    nested.array_type = GUFO_GGUF_ARRAY;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "nested", src, &nested), GUFO_E_INVALID_ARGUMENT);
+
+    /* general.alignment: a uint32 power of two only, as gufo_gguf_writer_set_u32 takes it. */
+    gufo_gguf_value align = {.type = GUFO_GGUF_UINT64};
+    align.v.u64 = 64;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "general.alignment", NULL, &align), GUFO_E_INVALID_ARGUMENT);
+    align.type = GUFO_GGUF_UINT32;
+    align.v.u64 = 48;
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "general.alignment", NULL, &align), GUFO_E_INVALID_ARGUMENT);
+
+    gufo_error err = {0};
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_write(w, copy, &err), GUFO_OK);
+    gufo_gguf_writer_destroy(w);
+    gufo_gguf *dst = open_path(copy, GUFO_GGUF_OPEN_METADATA);
+    if (dst) {
+        GUFO_CHECK_EQ_INT(gufo_gguf_kv_count(dst), 5); /* prefix, beyond, a.u16, u32, i16 */
+        gufo_gguf_value v;
+        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "prefix", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(v.array_type, GUFO_GGUF_STRING);
+        GUFO_CHECK_EQ_INT(v.count, 2);
+        for (uint64_t i = 0; i < 2; i++) {
+            const char *data = NULL;
+            GUFO_CHECK_EQ_INT(gufo_gguf_array_string(dst, &v, i, &data, NULL), GUFO_OK);
+            GUFO_CHECK_STREQ(data, k_str[i]);
+        }
+        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "beyond", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(v.count, 4);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "a.u16", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(v.array_type, GUFO_GGUF_UINT16);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "u32", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(v.type, GUFO_GGUF_UINT32);
+        GUFO_CHECK_EQ_INT(v.v.u64, 4000000000u);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "i16", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(v.type, GUFO_GGUF_INT16);
+        GUFO_CHECK_EQ_INT(v.v.i64, -32768);
+    }
+    gufo_gguf_close(dst);
+    gufo_gguf_close(src);
+}
+
 /* ---- Open errors ---------------------------------------------------------------------- */
 
 static void test_open_errors(void)
@@ -719,10 +951,12 @@ int main(void)
     test_large_metadata();
     test_writer_rejects();
     test_writer_replaces_atomically();
+    test_copy_value_round_trip();
+    test_copy_value_contract();
     test_open_errors();
     /* Best-effort cleanup; leftovers in a temp dir are harmless. */
     const char *names[] = {"meta.gguf", "meta2.gguf", "tensors.gguf", "tensors3.gguf", "large.gguf",
-                           "replace.gguf", "junk.gguf", "empty.gguf"};
+                           "replace.gguf", "junk.gguf", "empty.gguf", "copy-src.gguf", "copy-dst.gguf"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(temp_path(names[i]));
     rmdir(g_dir);
     return GUFO_CHECK_DONE();

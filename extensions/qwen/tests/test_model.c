@@ -115,68 +115,6 @@ typedef struct edit {
     bool drop_last_token;        /* tokenizer.ggml.tokens one short */
 } edit;
 
-static gufo_status copy_kv(gufo_gguf_writer *w, const gufo_gguf *g, const char *key, const gufo_gguf_value *v,
-                           const edit *e)
-{
-    switch (v->type) {
-    case GUFO_GGUF_UINT8:
-    case GUFO_GGUF_UINT16:
-    case GUFO_GGUF_UINT32:
-        return gufo_gguf_writer_set_u32(w, key, (uint32_t)v->v.u64);
-    case GUFO_GGUF_UINT64:
-        return gufo_gguf_writer_set_u64(w, key, v->v.u64);
-    case GUFO_GGUF_INT8:
-    case GUFO_GGUF_INT16:
-    case GUFO_GGUF_INT32:
-        return gufo_gguf_writer_set_i32(w, key, (int32_t)v->v.i64);
-    case GUFO_GGUF_INT64:
-        return gufo_gguf_writer_set_i64(w, key, v->v.i64);
-    case GUFO_GGUF_FLOAT32:
-        return gufo_gguf_writer_set_f32(w, key, (float)v->v.f64);
-    case GUFO_GGUF_FLOAT64:
-        return gufo_gguf_writer_set_f64(w, key, v->v.f64);
-    case GUFO_GGUF_BOOL:
-        return gufo_gguf_writer_set_bool(w, key, v->v.b);
-    case GUFO_GGUF_STRING:
-        return gufo_gguf_writer_set_string(w, key, v->v.str.data);
-    case GUFO_GGUF_ARRAY:
-        break;
-    }
-    uint64_t count = v->count;
-    if (e->drop_last_token && strcmp(key, "tokenizer.ggml.tokens") == 0)
-        count--;
-    gufo_status st = GUFO_OK;
-    if (v->array_type == GUFO_GGUF_STRING) {
-        const char **items = calloc(count ? count : 1, sizeof *items);
-        for (uint64_t i = 0; i < count && st == GUFO_OK; i++)
-            st = gufo_gguf_array_string(g, v, i, &items[i], NULL);
-        if (st == GUFO_OK)
-            st = gufo_gguf_writer_set_array(w, key, GUFO_GGUF_STRING, items, count);
-        free(items);
-    } else if (v->array_type == GUFO_GGUF_FLOAT32) {
-        float *items = calloc(count ? count : 1, sizeof *items);
-        for (uint64_t i = 0; i < count && st == GUFO_OK; i++) {
-            double d = 0;
-            st = gufo_gguf_array_f64(g, v, i, &d);
-            items[i] = (float)d;
-        }
-        if (st == GUFO_OK)
-            st = gufo_gguf_writer_set_array(w, key, GUFO_GGUF_FLOAT32, items, count);
-        free(items);
-    } else { /* integer arrays (token types): written as INT32, as llama.cpp does */
-        int32_t *items = calloc(count ? count : 1, sizeof *items);
-        for (uint64_t i = 0; i < count && st == GUFO_OK; i++) {
-            int64_t x = 0;
-            st = gufo_gguf_array_i64(g, v, i, &x);
-            items[i] = (int32_t)x;
-        }
-        if (st == GUFO_OK)
-            st = gufo_gguf_writer_set_array(w, key, GUFO_GGUF_INT32, items, count);
-        free(items);
-    }
-    return st;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -249,7 +187,9 @@ static bool rewrite(const char *name, const char *out_name, const edit *e, char 
         st = gufo_gguf_kv_at(src, i, &key, &v);
         if (st != GUFO_OK || strcmp(key, "general.alignment") == 0 || (e->drop_key && strcmp(key, e->drop_key) == 0))
             continue;
-        st = copy_kv(w, src, key, &v, e);
+        if (e->drop_last_token && strcmp(key, "tokenizer.ggml.tokens") == 0)
+            v.count--;
+        st = gufo_gguf_writer_copy_value(w, key, src, &v);
     }
     for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_tensor_count(src); i++) {
         gufo_tensor_info t;
@@ -978,8 +918,7 @@ static int write_bench_model(const char *out, const char *type_name)
             free(pads);
             continue;
         }
-        edit none = {.mode = MATRIX_KEEP};
-        st = copy_kv(w, src, key, &v, &none);
+        st = gufo_gguf_writer_copy_value(w, key, src, &v);
     }
     const gufo_tensor_type big = mix ? GUFO_TENSOR_Q6_K : type;
     if (st == GUFO_OK)

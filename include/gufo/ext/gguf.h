@@ -304,6 +304,39 @@ GUFO_EXT_API gufo_status gufo_gguf_writer_set_array(gufo_gguf_writer *w, const c
                                                     uint64_t count);
 
 /**
+ * Adds a key/value copied from a file a reader opened: `value` as
+ * gufo_gguf_kv_at() or gufo_gguf_find() gave it for `src`, stored under `key`
+ * (usually the key it had there). With `value` NULL the value of `key` in
+ * `src` is copied (GUFO_E_NOT_FOUND when absent).
+ *
+ * The exact type is kept: every scalar type (UINT8 ... FLOAT64, BOOL), strings
+ * with their length (embedded NULs included), and arrays of any element type,
+ * each element in that element type; nothing is widened or narrowed. For an
+ * array, the first `value->count` elements are copied, read from `src` (which
+ * must be the file the value came from and still be open); a caller may lower
+ * `count` in its copy of the value to copy a prefix. Scalars and strings are
+ * taken from `value` itself, so `src` may then be NULL. The writer copies
+ * everything; nothing borrowed from `src` is kept.
+ *
+ * "general.alignment" is taken like gufo_gguf_writer_set_u32() takes it: a
+ * UINT32 power of two, which then sets the writer's alignment; callers that
+ * rewrite a file with the writer's own layout skip that key.
+ *
+ * Errors: GUFO_E_INVALID_ARGUMENT for a NULL writer or an empty or NULL key, a
+ * key already present, an array value without `src`, a count beyond the
+ * stored one, a value that did not come from `src`, an unknown or nested type,
+ * a scalar that does not fit its type (only hand-made values have one), or a
+ * "general.alignment" the writer refuses; GUFO_E_FORMAT when an element does
+ * not read as `value->array_type`; GUFO_E_NOT_FOUND (see above);
+ * GUFO_E_NO_MEMORY. On failure the writer is unchanged.
+ * Thread-safety: one thread at a time per writer, as for the setters; `src` is
+ * only read, so other threads may read it meanwhile.
+ * @since 0.1.7
+ */
+GUFO_EXT_API gufo_status gufo_gguf_writer_copy_value(gufo_gguf_writer *w, const char *key, const gufo_gguf *src,
+                                                     const gufo_gguf_value *value);
+
+/**
  * Adds a tensor. `dims` has `n_dims` entries, innermost first; `data` holds
  * gufo_tensor_row_size(type, dims[0]) * (rows) bytes and is copied.
  * A duplicate name is GUFO_E_INVALID_ARGUMENT.
