@@ -43,6 +43,7 @@ set(qwen_gpu_kernel_sources
     src/gpu/gpu_matmul.cu
     src/gpu/gpu_norm.cu
     src/gpu/gpu_attention.cu
+    src/gpu/gpu_attention_prefill.cu
     src/gpu/gpu_sample.cu
     src/gpu/gpu_gemm.cu
 )

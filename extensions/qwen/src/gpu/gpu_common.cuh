@@ -16,6 +16,7 @@ extern "C" int qwen_gpu_launch_check(const char *kernel);
 int qg_preload_matmul(void);
 int qg_preload_norm(void);
 int qg_preload_attention(void);
+int qg_preload_attention_prefill(void);
 int qg_preload_sample(void);
 int qg_preload_gemm(void);
 
