@@ -41,6 +41,7 @@ gufo_extension_library(qwen_cpu
 set(qwen_gpu_kernel_sources
     src/gpu/gpu_runtime.cu
     src/gpu/gpu_matmul.cu
+    src/gpu/gpu_matvec_q8.cu
     src/gpu/gpu_norm.cu
     src/gpu/gpu_attention.cu
     src/gpu/gpu_attention_prefill.cu
@@ -118,6 +119,8 @@ gufo_extension_test(qwen_model_tests SOURCES tests/test_model.c LINK qwen_cpu cj
 # no AMD GPU: compile only).
 gufo_extension_test(qwen_gpu_tests SOURCES tests/test_gpu.c LINK qwen_gpu qwen_cpu m
     ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
+# Each kernel timed on the Qwen3-8B shapes, fast kernels checked against exact ones (skips without a GPU).
+gufo_extension_test(qwen_gpu_kernel_bench SOURCES tests/gpu_kernel_bench.c LINK qwen_gpu qwen_cpu m ARGS --quick)
 find_program(QWEN_HIPCC hipcc)
 if(BUILD_TESTING AND QWEN_HIPCC)
     set(qwen_hip_compile "")

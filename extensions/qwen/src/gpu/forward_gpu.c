@@ -36,6 +36,9 @@ gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint
     s->max_row_splits = decode_parts > 4 * max_rows ? decode_parts : 4 * max_rows;
     const size_t R = max_rows, D = hp->n_embd, F = hp->n_ff, d = hp->head_dim_k;
     const size_t qw = (size_t)hp->n_head * d, kw = (size_t)hp->n_head_kv * d;
+    size_t widest = D > F ? D : F;
+    if (qw > widest)
+        widest = qw;
     const size_t sizes[] = {
         R * D * 4, R * D * 4,                               /* x, h */
         R * qw * 4, R * kw * 4, R * kw * 4, R * qw * 4,     /* q, k, v, att */
@@ -46,12 +49,14 @@ gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint
         R * sizeof(qwen_gpu_row),                           /* rows */
         (size_t)max_out * sizeof(qwen_gpu_sampling),        /* sampling */
         (size_t)max_out * sizeof(int32_t),                  /* tokens */
+        R * widest,                                         /* xq.qs */
+        R * widest / 32 * 2 * 4,                            /* xq.ds */
     };
     void **slots[] = {
         (void **)&s->x,        (void **)&s->h,      (void **)&s->q,      (void **)&s->k,
         (void **)&s->v,        (void **)&s->att,    (void **)&s->gate,   (void **)&s->up,
         (void **)&s->partials, (void **)&s->normed, (void **)&s->logits, (void **)&s->rows,
-        (void **)&s->sampling, (void **)&s->tokens,
+        (void **)&s->sampling, (void **)&s->tokens,   (void **)&s->xq.qs,  (void **)&s->xq.ds,
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -128,15 +133,29 @@ typedef struct step {
     uint32_t n, n_out, splits;
     qwen_gpu_pick pick;
     bool gemm;  /* layer products through the BLAS (long prefill chunks) */
+    bool q8;    /* matrix-vector products of quantized weights from int8 activations (scratch.xq) */
+    bool flash; /* attention on the tensor cores (one history's prefill chunk) */
     gufo_error *err;
 } step;
 
+/* y (+)= m x; in q8 steps, x must also sit in scratch.xq as int8 blocks. */
 static int product(const step *p, void *stream, const qwen_gpu_matrix *m, const float *x, float *y, int accumulate)
 {
     if (p->gemm)
         return qwen_gpu_gemm(p->model->blas, stream, m, p->model->prefill_bf16, p->model->scratch.dequantized,
                              p->model->scratch.activations16, x, p->n, y, accumulate);
+    if (p->q8 && qwen_gpu_matmul_q8_supported(m->type))
+        return qwen_gpu_matmul_q8(stream, m, p->model->scratch.xq, p->n, y, accumulate);
     return qwen_gpu_matmul(stream, m, x, p->n, y, accumulate);
+}
+
+/* y = rmsnorm(x) for n rows, and in q8 steps also into scratch.xq. */
+static int norm(const step *p, void *stream, const float *x, const float *weight, uint32_t n, float *y)
+{
+    const qwen_gpu_dims *dims = &p->model->dims;
+    if (p->q8)
+        return qwen_gpu_rms_norm_q8(stream, x, weight, n, dims->n_embd, dims->rms_eps, y, p->model->scratch.xq);
+    return qwen_gpu_rms_norm(stream, x, weight, n, dims->n_embd, dims->rms_eps, y);
 }
 
 /* Enqueues the whole step on `stream` (called directly or under capture). */
@@ -151,24 +170,36 @@ static gufo_status record(void *userdata, void *stream)
     int bad = qwen_gpu_embed(stream, &w->token_embd, s->rows, n, s->x);
     for (uint32_t il = 0; il < dims->n_layer && !bad; il++) {
         const qwen_gpu_layer *L = &w->layers[il];
-        bad |= qwen_gpu_rms_norm(stream, s->x, L->attn_norm, n, D, dims->rms_eps, s->h);
+        bad |= norm(p, stream, s->x, L->attn_norm, n, s->h);
         bad |= product(p, stream, &L->wq, s->h, s->q, 0);
         bad |= product(p, stream, &L->wk, s->h, s->k, 0);
         bad |= product(p, stream, &L->wv, s->h, s->v, 0);
         bad |= qwen_gpu_qk_norm_rope_store(stream, dims, il, s->rows, n, s->q, s->k, s->v, L->q_norm, L->k_norm,
                                            w->inv_freq);
-        bad |= qwen_gpu_attention(stream, dims, il, s->rows, n, s->q, p->splits, s->partials, s->att);
+        if (p->flash)
+            bad |= qwen_gpu_attention_prefill(stream, dims, il, s->rows, n, s->q, s->att);
+        else
+            bad |= qwen_gpu_attention(stream, dims, il, s->rows, n, s->q, p->splits, s->partials, s->att);
+        if (p->q8)
+            bad |= qwen_gpu_quantize_q8(stream, s->att, n, dims->n_head * dims->head_dim, s->xq);
         bad |= product(p, stream, &L->wo, s->att, s->x, 1);
-        bad |= qwen_gpu_rms_norm(stream, s->x, L->ffn_norm, n, D, dims->rms_eps, s->h);
+        bad |= norm(p, stream, s->x, L->ffn_norm, n, s->h);
         bad |= product(p, stream, &L->gate, s->h, s->gate, 0);
         bad |= product(p, stream, &L->up, s->h, s->up, 0);
-        bad |= qwen_gpu_swiglu(stream, s->gate, s->up, (size_t)n * dims->n_ff);
+        if (p->q8)
+            bad |= qwen_gpu_swiglu_q8(stream, s->gate, s->up, n, dims->n_ff, s->xq);
+        else
+            bad |= qwen_gpu_swiglu(stream, s->gate, s->up, (size_t)n * dims->n_ff);
         bad |= product(p, stream, &L->down, s->gate, s->x, 1);
     }
     if (!bad && p->n_out) {
-        bad |= qwen_gpu_rms_norm(stream, s->x + (size_t)(n - p->n_out) * D, w->output_norm, p->n_out, D, dims->rms_eps,
-                                 s->normed);
-        bad |= qwen_gpu_matmul(stream, &w->output, s->normed, p->n_out, s->logits, 0);
+        /* The output matrix is a matrix-vector product even after a BLAS prefill. */
+        step out = *p;
+        out.n = p->n_out;
+        out.gemm = false;
+        out.q8 = p->model->decode_q8;
+        bad |= norm(&out, stream, s->x + (size_t)(n - p->n_out) * D, w->output_norm, p->n_out, s->normed);
+        bad |= product(&out, stream, &w->output, s->normed, s->logits, 0);
         if (p->pick == QWEN_GPU_PICK_ARGMAX)
             bad |= qwen_gpu_argmax(stream, s->logits, p->n_out, dims->n_vocab, s->tokens);
         else if (p->pick == QWEN_GPU_PICK_SAMPLE)
@@ -202,6 +233,9 @@ gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, 
     step p = {.model = model, .n = n, .n_out = n_out, .pick = n_out ? pick : QWEN_GPU_PICK_NONE, .err = err};
     p.splits = graph ? QWEN_GPU_DECODE_SPLITS : prefill_splits(model, n);
     p.gemm = !graph && model->blas && n >= QWEN_GPU_GEMM_MIN_ROWS;
+    p.q8 = !p.gemm && model->decode_q8;
+    /* Prefill rows are one history's consecutive positions (qwen_gpu_prefill). */
+    p.flash = !graph && model->flash_prefill && n >= QWEN_GPU_GEMM_MIN_ROWS;
     if (qwen_gpu_to_device(s->rows, model->rows_host, n * sizeof(qwen_gpu_row), model->stream))
         return qwen_gpu_failed(err, "copying the step's rows");
     if (p.pick == QWEN_GPU_PICK_SAMPLE &&

@@ -14,6 +14,7 @@ extern "C" int qwen_gpu_launch_check(const char *kernel);
 
 /* Per kernel file: makes the runtime load each kernel (gpu_runtime.cu calls them all). */
 int qg_preload_matmul(void);
+int qg_preload_matvec_q8(void);
 int qg_preload_norm(void);
 int qg_preload_attention(void);
 int qg_preload_attention_prefill(void);

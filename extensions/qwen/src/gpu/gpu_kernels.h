@@ -95,6 +95,33 @@ int qwen_gpu_embed(void *stream, const qwen_gpu_matrix *embd, const qwen_gpu_row
  */
 int qwen_gpu_matmul(void *stream, const qwen_gpu_matrix *m, const float *x, uint32_t n, float *y, int accumulate);
 
+/**
+ * Activations rounded to 8-bit integers for qwen_gpu_matmul_q8(), 32 values
+ * per scale: vector v of `cols` (a multiple of 32) values has qs[v * cols + i]
+ * and, for its block b of 32, ds[2 * (v * cols / 32 + b)] = d and
+ * ds[... + 1] = d * (sum of the block's qs); value i ~ d * qs[i] with
+ * d = max |value| / 127 (gpu_q8.cuh). Device memory; qs 16-byte aligned.
+ */
+typedef struct qwen_gpu_q8 {
+    int8_t *qs;
+    float *ds;
+} qwen_gpu_q8;
+
+/** out = x (n x cols floats) as int8 blocks; cols a multiple of 32 (gpu_norm.cu). */
+int qwen_gpu_quantize_q8(void *stream, const float *x, uint32_t n, uint32_t cols, qwen_gpu_q8 out);
+
+/** True when qwen_gpu_matmul_q8() takes matrices of this type (Q8_0, Q4_K, Q6_K). */
+int qwen_gpu_matmul_q8_supported(int type);
+
+/**
+ * What qwen_gpu_matmul() computes, with the activations as int8 blocks
+ * (qwen_gpu_quantize_q8 and friends): integer dot products per block
+ * (dp4a), scaled and summed in float32 — llama.cpp's numerics for quantized
+ * decode rather than the CPU provider's. m->cols must be a multiple of 32
+ * (gpu_matvec_q8.cu).
+ */
+int qwen_gpu_matmul_q8(void *stream, const qwen_gpu_matrix *m, qwen_gpu_q8 x, uint32_t n, float *y, int accumulate);
+
 /** out (rows x cols, row-major float32) = the decoded matrix (gpu_gemm.cu). */
 int qwen_gpu_dequantize(void *stream, const qwen_gpu_matrix *m, float *out);
 
@@ -118,6 +145,9 @@ int qwen_gpu_gemm(void *blas, void *stream, const qwen_gpu_matrix *m, int bf16, 
 /** y[r] = x[r] / rms(x[r]) * weight for n rows of `cols` (gpu_norm.cu). */
 int qwen_gpu_rms_norm(void *stream, const float *x, const float *weight, uint32_t n, uint32_t cols, float eps,
                       float *y);
+/** qwen_gpu_rms_norm(), also writing y as int8 blocks into q8 (cols a multiple of 32). */
+int qwen_gpu_rms_norm_q8(void *stream, const float *x, const float *weight, uint32_t n, uint32_t cols, float eps,
+                         float *y, qwen_gpu_q8 q8);
 
 /**
  * Per row: per-head RMSNorm (q_norm / k_norm) and NEOX RoPE of q (in place)
@@ -137,8 +167,26 @@ int qwen_gpu_qk_norm_rope_store(void *stream, const qwen_gpu_dims *dims, uint32_
 int qwen_gpu_attention(void *stream, const qwen_gpu_dims *dims, uint32_t layer, const qwen_gpu_row *rows, uint32_t n,
                        const float *q, uint32_t splits, float *partials, float *out);
 
+/** True when qwen_gpu_attention_prefill() has a kernel for this shape in this build
+ * (NVIDIA tensor cores; head_dim 64 or 128) (gpu_attention_prefill.cu). */
+int qwen_gpu_attention_prefill_supported(const qwen_gpu_dims *dims);
+
+/**
+ * What qwen_gpu_attention() computes, for one prefill chunk, on the tensor
+ * cores (flash attention): rows[0..n) are n consecutive positions of one
+ * history (same kv and capacity, pos = rows[0].pos + i) whose K/V
+ * qwen_gpu_qk_norm_rope_store() has written. Q, K and V are rounded to
+ * bfloat16 for the products; softmax and sums stay float32. q and out are
+ * n x n_head * head_dim. Returns 1 where qwen_gpu_attention_prefill_supported()
+ * says no (gpu_attention_prefill.cu).
+ */
+int qwen_gpu_attention_prefill(void *stream, const qwen_gpu_dims *dims, uint32_t layer, const qwen_gpu_row *rows,
+                               uint32_t n, const float *q, float *out);
+
 /** gate[i] = silu(gate[i]) * up[i] for i < count (gpu_norm.cu). */
 int qwen_gpu_swiglu(void *stream, float *gate, const float *up, size_t count);
+/** qwen_gpu_swiglu() over n rows of `cols`, also writing the result as int8 blocks into q8. */
+int qwen_gpu_swiglu_q8(void *stream, float *gate, const float *up, uint32_t n, uint32_t cols, qwen_gpu_q8 q8);
 
 /** tokens[r] = argmax of logits row r (lowest id on ties; NaN never wins) (gpu_sample.cu). */
 int qwen_gpu_argmax(void *stream, const float *logits, uint32_t n, uint32_t n_vocab, int32_t *tokens);

@@ -2,12 +2,16 @@
  * SwiGLU (gpu_kernels.h). Same formulas and rounding order as forward_cpu.c:
  * y = weight * (x * scale), NEOX pairs (i, i + d/2), angle = pos * inv_freq[i]
  * with accurate cosf/sinf (long contexts make the angles large). */
-#include "gpu_common.cuh"
+#include "gpu_q8.cuh"
 
 #define QG_NORM_THREADS 256
 
+/* With Q8, also writes the row as int8 blocks: the loop's index is the same
+ * in every lane of a 32-lane group up to the lane, and cols is a multiple of
+ * 32, so each group holds one whole block per pass (qg_q8_store). */
+template <bool Q8>
 __global__ void qg_rms_norm_kernel(const float *__restrict__ x, const float *__restrict__ weight, uint32_t cols,
-                                   float eps, float *__restrict__ y)
+                                   float eps, float *__restrict__ y, qwen_gpu_q8 q8)
 {
     __shared__ float scratch[QG_NORM_THREADS / 32];
     const float *xr = x + (size_t)blockIdx.x * cols;
@@ -16,15 +20,28 @@ __global__ void qg_rms_norm_kernel(const float *__restrict__ x, const float *__r
     for (uint32_t i = threadIdx.x; i < cols; i += blockDim.x) sum += xr[i] * xr[i];
     sum = qg_block_sum(sum, scratch);
     const float scale = 1.0f / sqrtf(sum / (float)cols + eps);
-    for (uint32_t i = threadIdx.x; i < cols; i += blockDim.x) yr[i] = __fmul_rn(weight[i], __fmul_rn(xr[i], scale));
+    for (uint32_t i = threadIdx.x; i < cols; i += blockDim.x) {
+        const float v = __fmul_rn(weight[i], __fmul_rn(xr[i], scale));
+        yr[i] = v;
+        if (Q8) qg_q8_store(v, blockIdx.x, i, cols, q8);
+    }
 }
 
 extern "C" int qwen_gpu_rms_norm(void *stream, const float *x, const float *weight, uint32_t n, uint32_t cols,
                                  float eps, float *y)
 {
     if (n == 0) return 0;
-    qg_rms_norm_kernel<<<n, QG_NORM_THREADS, 0, QG_STREAM(stream)>>>(x, weight, cols, eps, y);
+    qg_rms_norm_kernel<false><<<n, QG_NORM_THREADS, 0, QG_STREAM(stream)>>>(x, weight, cols, eps, y, qwen_gpu_q8{});
     return qwen_gpu_launch_check("qwen_gpu_rms_norm");
+}
+
+extern "C" int qwen_gpu_rms_norm_q8(void *stream, const float *x, const float *weight, uint32_t n, uint32_t cols,
+                                    float eps, float *y, qwen_gpu_q8 q8)
+{
+    if (n == 0) return 0;
+    if (cols % 32u) return 1;
+    qg_rms_norm_kernel<true><<<n, QG_NORM_THREADS, 0, QG_STREAM(stream)>>>(x, weight, cols, eps, y, q8);
+    return qwen_gpu_launch_check("qwen_gpu_rms_norm_q8");
 }
 
 /* Block (row, head): heads 0..n_head-1 are query heads (normalised and
@@ -90,24 +107,61 @@ extern "C" int qwen_gpu_qk_norm_rope_store(void *stream, const qwen_gpu_dims *di
     return qwen_gpu_launch_check("qwen_gpu_qk_norm_rope_store");
 }
 
-__global__ void qg_swiglu_kernel(float *__restrict__ gate, const float *__restrict__ up, size_t count)
+/* Grid-stride over count = rows x cols; with Q8 (cols a multiple of 32,
+ * blocks of 256) each 32-lane group holds one whole int8 block per pass. */
+template <bool Q8>
+__global__ void qg_swiglu_kernel(float *__restrict__ gate, const float *__restrict__ up, size_t count, uint32_t cols,
+                                 qwen_gpu_q8 q8)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
         const float g = gate[i];
-        gate[i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), up[i]);
+        const float v = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), up[i]);
+        gate[i] = v;
+        if (Q8) qg_q8_store(v, (uint32_t)(i / cols), (uint32_t)(i % cols), cols, q8);
     }
+}
+
+static unsigned swiglu_blocks(size_t count)
+{
+    size_t blocks = (count + 255) / 256;
+    return (unsigned)(blocks > 65535u * 8u ? 65535u * 8u : blocks);
 }
 
 extern "C" int qwen_gpu_swiglu(void *stream, float *gate, const float *up, size_t count)
 {
     if (count == 0) return 0;
-    size_t blocks = (count + 255) / 256;
-    if (blocks > 65535u * 8u) blocks = 65535u * 8u;
-    qg_swiglu_kernel<<<(unsigned)blocks, 256, 0, QG_STREAM(stream)>>>(gate, up, count);
+    qg_swiglu_kernel<false><<<swiglu_blocks(count), 256, 0, QG_STREAM(stream)>>>(gate, up, count, 1u, qwen_gpu_q8{});
     return qwen_gpu_launch_check("qwen_gpu_swiglu");
+}
+
+extern "C" int qwen_gpu_swiglu_q8(void *stream, float *gate, const float *up, uint32_t n, uint32_t cols, qwen_gpu_q8 q8)
+{
+    const size_t count = (size_t)n * cols;
+    if (count == 0) return 0;
+    if (cols % 32u) return 1;
+    qg_swiglu_kernel<true><<<swiglu_blocks(count), 256, 0, QG_STREAM(stream)>>>(gate, up, count, cols, q8);
+    return qwen_gpu_launch_check("qwen_gpu_swiglu_q8");
+}
+
+/* Grid-stride over n x cols values, one int8 block per 32-lane group and pass. */
+__global__ void qg_quantize_q8_kernel(const float *__restrict__ x, size_t count, uint32_t cols, qwen_gpu_q8 out)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x)
+        qg_q8_store(x[i], (uint32_t)(i / cols), (uint32_t)(i % cols), cols, out);
+}
+
+extern "C" int qwen_gpu_quantize_q8(void *stream, const float *x, uint32_t n, uint32_t cols, qwen_gpu_q8 out)
+{
+    const size_t count = (size_t)n * cols;
+    if (count == 0) return 0;
+    if (cols % 32u) return 1;
+    qg_quantize_q8_kernel<<<swiglu_blocks(count), 256, 0, QG_STREAM(stream)>>>(x, count, cols, out);
+    return qwen_gpu_launch_check("qwen_gpu_quantize_q8");
 }
 
 int qg_preload_norm(void)
 {
-    return qg_preload(qg_rms_norm_kernel) | qg_preload(qg_qk_norm_rope_store_kernel) | qg_preload(qg_swiglu_kernel);
+    return qg_preload(qg_rms_norm_kernel<false>) | qg_preload(qg_rms_norm_kernel<true>) |
+           qg_preload(qg_qk_norm_rope_store_kernel) | qg_preload(qg_swiglu_kernel<false>) |
+           qg_preload(qg_swiglu_kernel<true>) | qg_preload(qg_quantize_q8_kernel);
 }

@@ -105,8 +105,8 @@ extern "C" int qwen_gpu_device_copy(void *dst, const void *src, size_t bytes, vo
 
 extern "C" int qwen_gpu_preload(void)
 {
-    if (qg_preload_matmul() || qg_preload_norm() || qg_preload_attention() || qg_preload_attention_prefill() ||
-        qg_preload_sample() || qg_preload_gemm())
+    if (qg_preload_matmul() || qg_preload_matvec_q8() || qg_preload_norm() || qg_preload_attention() ||
+        qg_preload_attention_prefill() || qg_preload_sample() || qg_preload_gemm())
         return failed(gufoGpuGetLastError(), "loading the kernels");
     return 0;
 }

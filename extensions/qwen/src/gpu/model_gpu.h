@@ -57,6 +57,7 @@ typedef struct qwen_gpu_scratch {
     qwen_gpu_row *rows;            /* device copy of the step's rows */
     qwen_gpu_sampling *sampling;   /* device copy of the step's sampling settings */
     int32_t *tokens;               /* device: chosen tokens */
+    qwen_gpu_q8 xq;                /* the current product input as int8 blocks (max_rows x widest input) */
     void *block;                   /* the one device allocation behind all of the above */
     void *dequantized;             /* the largest layer matrix decoded (float32 room), for prefill GEMMs (NULL: none) */
     void *activations16;           /* max_rows x widest input in bfloat16, for bf16 prefill GEMMs */
@@ -77,6 +78,8 @@ typedef struct qwen_gpu_model {
     void *stream;
     void *blas;                  /* BLAS handle for prefill (NULL without one: HIP builds) */
     bool prefill_bf16;           /* option qwen-gpu-prefill: bf16 (default) or fp32 */
+    bool decode_q8;              /* option qwen-gpu-decode q8 (default), and every product input a multiple of 32 */
+    bool flash_prefill;          /* prefill attention on the tensor cores (bf16 prefill, a supported head) */
     gufo_x_graph_cache *graphs;  /* decode steps, keyed by batch size and sampling mode */
     bool use_graphs;
     uint32_t context_length, max_batch, max_prefill_chunk, max_sessions, live_sessions;

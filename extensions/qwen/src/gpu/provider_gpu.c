@@ -164,6 +164,19 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
         goto fail;
     }
     model->prefill_bf16 = strcmp(prefill, "bf16") == 0;
+    model->flash_prefill = model->prefill_bf16 && qwen_gpu_attention_prefill_supported(&model->dims);
+    /* Option qwen-gpu-decode: int8 activations (q8) unless the host asked for fp32. */
+    const char *decode = GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_DEFAULT;
+    if (params->options)
+        (void)gufo_options_get_string(params->options, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_NAME, &decode);
+    if (strcmp(decode, "q8") != 0 && strcmp(decode, "fp32") != 0) {
+        st = gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "option --%s: '%s' is neither q8 nor fp32",
+                            GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_NAME, decode);
+        goto fail;
+    }
+    /* int8 blocks hold 32 values: every product input must be a whole number of them. */
+    model->decode_q8 = strcmp(decode, "q8") == 0 && hp->n_embd % 32 == 0 && hp->n_ff % 32 == 0 &&
+                       (hp->n_head * hp->head_dim_k) % 32 == 0;
     /* QWEN_GPU_GRAPHS=0 launches decode steps kernel by kernel (for comparing and debugging). */
     const char *graphs = getenv("QWEN_GPU_GRAPHS");
     model->use_graphs = !(graphs && strcmp(graphs, "0") == 0);
@@ -200,10 +213,11 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
     }
     gufo_log(GUFO_LOG_DEBUG, QWEN_GPU_PROVIDER_ID,
              "loaded %s on the GPU: %u layers, hidden %u, %u/%u heads of %u, ffn %u, vocab %u, context %u, "
-             "%.1f MiB of weights, graphs %s, prefill products %s",
+             "%.1f MiB of weights, graphs %s, prefill products %s, prefill attention %s, decode products %s",
              params->path, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim_k, hp->n_ff, hp->n_vocab,
              model->context_length, (double)model->weights.device_bytes / (1024.0 * 1024.0),
-             model->use_graphs ? "on" : "off", model->blas ? (model->prefill_bf16 ? "bf16" : "fp32") : "kernels");
+             model->use_graphs ? "on" : "off", model->blas ? (model->prefill_bf16 ? "bf16" : "fp32") : "kernels",
+             model->flash_prefill ? "flash (bf16 tensor cores)" : "fp32 kernel", model->decode_q8 ? "q8" : "fp32");
     *out = qwen_gpu_to_handle(model);
     return GUFO_OK;
 
