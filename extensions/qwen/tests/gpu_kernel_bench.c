@@ -234,6 +234,68 @@ static void bench_matvec(const char *label, gufo_tensor_type type, uint32_t rows
     free(y_q8);
 }
 
+/* ---- fused products of one input (q/k/v, gate/up) ----------------------------------- */
+
+typedef struct fused {
+    const qwen_gpu_matrix *m[QWEN_GPU_MAX_FUSED];
+    float *y[QWEN_GPU_MAX_FUSED];
+    uint32_t count, n;
+    qwen_gpu_q8 xq;
+} fused;
+
+static int run_fused(void *ctx, void *s)
+{
+    const fused *f = ctx;
+    return qwen_gpu_matmul_q8_fused(s, f->m, f->y, f->count, f->xq, f->n);
+}
+
+static int run_separate(void *ctx, void *s)
+{
+    const fused *f = ctx;
+    int bad = 0;
+    for (uint32_t i = 0; i < f->count; i++)
+        bad |= qwen_gpu_matmul_q8(s, f->m[i], f->xq, f->n, f->y[i], 0);
+    return bad;
+}
+
+/* Q4_K products of one 4096-wide input, in one launch vs one launch each. */
+static void bench_fused(const char *label, const uint32_t *rows, uint32_t count, uint32_t n)
+{
+    const uint32_t cols = 4096;
+    qwen_gpu_matrix m[QWEN_GPU_MAX_FUSED];
+    fused f = {.count = count, .n = n};
+    double gb = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t row_bytes = 0;
+        void *w = random_matrix(GUFO_TENSOR_Q4_K, rows[i], cols, &row_bytes);
+        m[i] = (qwen_gpu_matrix){.type = GUFO_TENSOR_Q4_K, .data = w, .cols = cols, .rows = rows[i],
+                                 .row_bytes = row_bytes};
+        f.m[i] = &m[i];
+        f.y[i] = device((size_t)n * rows[i] * sizeof(float));
+        gb += (double)rows[i] * (double)row_bytes / 1e9;
+    }
+    f.xq = (qwen_gpu_q8){device((size_t)n * cols), device((size_t)n * cols / 32 * 2 * sizeof(float))};
+    float *x = device((size_t)n * cols * sizeof(float));
+    float *hx = malloc((size_t)n * cols * sizeof(float));
+    uint64_t state = 3u;
+    for (size_t i = 0; i < (size_t)n * cols; i++)
+        hx[i] = uniform(&state);
+    upload(x, hx, (size_t)n * cols * sizeof(float));
+    if (qwen_gpu_quantize_q8(stream, x, n, cols, f.xq) || qwen_gpu_sync(stream))
+        exit(1);
+    const double us_sep = time_us(run_separate, &f, LAUNCHES / 2), us_fused = time_us(run_fused, &f, LAUNCHES / 2);
+    printf("fused  q4_k %-12s n=%-3u separate %7.1f us | one launch %7.1f us %6.0f GB/s (%.2fx)\n", label, n, us_sep,
+           us_fused, gb / (us_fused * 1e-6), us_sep / us_fused);
+    for (uint32_t i = 0; i < count; i++) {
+        gufo_memory_free(mem, (void *)m[i].data);
+        gufo_memory_free(mem, f.y[i]);
+    }
+    gufo_memory_free(mem, f.xq.qs);
+    gufo_memory_free(mem, f.xq.ds);
+    gufo_memory_free(mem, x);
+    free(hx);
+}
+
 /* ---- prefill products through the BLAS -------------------------------------------- */
 
 typedef struct gemm {
@@ -439,6 +501,11 @@ int main(int argc, char **argv)
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             bench_matvec(types[t].label, types[t].type, shapes[s][0], shapes[s][1], ns, n_ns);
+    const uint32_t qkv[] = {4096, 1024, 1024}, gate_up[] = {12288, 12288};
+    for (size_t k = 0; k < n_ns; k++) {
+        bench_fused("q/k/v", qkv, 3, ns[k]);
+        bench_fused("gate/up", gate_up, 2, ns[k]);
+    }
     for (size_t s = 0; s < 4; s++)
         bench_gemm("q4_k", GUFO_TENSOR_Q4_K, shapes[s][0], shapes[s][1]);
     bench_attention(quick ? 4096 : 32768);

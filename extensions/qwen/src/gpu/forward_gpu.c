@@ -149,6 +149,35 @@ static int product(const step *p, void *stream, const qwen_gpu_matrix *m, const 
     return qwen_gpu_matmul(stream, m, x, p->n, y, accumulate);
 }
 
+/* ys[i] = ms[i] x for products of one input (count <= QWEN_GPU_MAX_FUSED): in
+ * q8 steps the quantized ones of one type share a launch (Q4_K_M mixes Q4_K
+ * and Q6_K within a layer); the rest go one by one. */
+static int products(const step *p, void *stream, const qwen_gpu_matrix *const *ms, float *const *ys, uint32_t count,
+                    const float *x)
+{
+    int bad = 0;
+    bool done[QWEN_GPU_MAX_FUSED] = {false};
+    for (uint32_t i = 0; i < count; i++) {
+        if (done[i])
+            continue;
+        if (!p->q8 || !qwen_gpu_matmul_q8_supported(ms[i]->type)) {
+            bad |= product(p, stream, ms[i], x, ys[i], 0);
+            continue;
+        }
+        const qwen_gpu_matrix *group[QWEN_GPU_MAX_FUSED];
+        float *group_y[QWEN_GPU_MAX_FUSED];
+        uint32_t g = 0;
+        for (uint32_t j = i; j < count; j++)
+            if (!done[j] && ms[j]->type == ms[i]->type && ms[j]->cols == ms[i]->cols) {
+                group[g] = ms[j];
+                group_y[g++] = ys[j];
+                done[j] = true;
+            }
+        bad |= qwen_gpu_matmul_q8_fused(stream, group, group_y, g, p->model->scratch.xq, p->n);
+    }
+    return bad;
+}
+
 /* y = rmsnorm(x) for n rows, and in q8 steps also into scratch.xq. */
 static int norm(const step *p, void *stream, const float *x, const float *weight, uint32_t n, float *y)
 {
@@ -171,9 +200,9 @@ static gufo_status record(void *userdata, void *stream)
     for (uint32_t il = 0; il < dims->n_layer && !bad; il++) {
         const qwen_gpu_layer *L = &w->layers[il];
         bad |= norm(p, stream, s->x, L->attn_norm, n, s->h);
-        bad |= product(p, stream, &L->wq, s->h, s->q, 0);
-        bad |= product(p, stream, &L->wk, s->h, s->k, 0);
-        bad |= product(p, stream, &L->wv, s->h, s->v, 0);
+        const qwen_gpu_matrix *qkv[] = {&L->wq, &L->wk, &L->wv};
+        float *const qkv_out[] = {s->q, s->k, s->v};
+        bad |= products(p, stream, qkv, qkv_out, 3, s->h);
         bad |= qwen_gpu_qk_norm_rope_store(stream, dims, il, s->rows, n, s->q, s->k, s->v, L->q_norm, L->k_norm,
                                            w->inv_freq);
         if (p->flash)
@@ -184,8 +213,9 @@ static gufo_status record(void *userdata, void *stream)
             bad |= qwen_gpu_quantize_q8(stream, s->att, n, dims->n_head * dims->head_dim, s->xq);
         bad |= product(p, stream, &L->wo, s->att, s->x, 1);
         bad |= norm(p, stream, s->x, L->ffn_norm, n, s->h);
-        bad |= product(p, stream, &L->gate, s->h, s->gate, 0);
-        bad |= product(p, stream, &L->up, s->h, s->up, 0);
+        const qwen_gpu_matrix *gate_up[] = {&L->gate, &L->up};
+        float *const gate_up_out[] = {s->gate, s->up};
+        bad |= products(p, stream, gate_up, gate_up_out, 2, s->h);
         if (p->q8)
             bad |= qwen_gpu_swiglu_q8(stream, s->gate, s->up, n, dims->n_ff, s->xq);
         else

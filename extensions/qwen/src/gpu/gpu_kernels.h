@@ -122,6 +122,17 @@ int qwen_gpu_matmul_q8_supported(int type);
  */
 int qwen_gpu_matmul_q8(void *stream, const qwen_gpu_matrix *m, qwen_gpu_q8 x, uint32_t n, float *y, int accumulate);
 
+/* Most products one qwen_gpu_matmul_q8_fused() launch takes. */
+#define QWEN_GPU_MAX_FUSED 3u
+
+/**
+ * y[i] = m[i] x for i < count (<= QWEN_GPU_MAX_FUSED) products of one input
+ * in one launch (q, k, v; gate, up): every m[i] of the same type and cols
+ * (gpu_matvec_q8.cu). Returns 1 without launching when they differ.
+ */
+int qwen_gpu_matmul_q8_fused(void *stream, const qwen_gpu_matrix *const *m, float *const *y, uint32_t count,
+                             qwen_gpu_q8 x, uint32_t n);
+
 /** out (rows x cols, row-major float32) = the decoded matrix (gpu_gemm.cu). */
 int qwen_gpu_dequantize(void *stream, const qwen_gpu_matrix *m, float *out);
 

@@ -20,7 +20,10 @@
 
 #define QWEN_GPU_DEFAULT_MAX_BATCH 32u
 #define QWEN_GPU_MAX_BATCH_LIMIT 256u
-#define QWEN_GPU_MAX_PREFILL_CHUNK 512u
+/* Tokens per prefill step: each step decodes every weight matrix for the BLAS
+ * (gpu_gemm.cu), so longer chunks spend less of a long prompt on decoding;
+ * 2048 rows of scratch are ~0.4 GiB for Qwen3-8B. */
+#define QWEN_GPU_MAX_PREFILL_CHUNK 2048u
 /* Parts per (row, head) in a decode step's attention: fixed, so one captured
  * graph serves every length (empty parts return at once). */
 #define QWEN_GPU_DECODE_SPLITS 16u
