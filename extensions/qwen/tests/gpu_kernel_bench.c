@@ -296,6 +296,85 @@ static void bench_fused(const char *label, const uint32_t *rows, uint32_t count,
     free(hx);
 }
 
+/* ---- the small kernels of a decode step ---------------------------------------------- */
+
+typedef struct small {
+    qwen_gpu_dims dims;
+    uint32_t n;
+    float *x, *weight, *y, *q, *k, *v, *q_norm, *k_norm, *inv_freq, *gate, *up;
+    qwen_gpu_q8 xq;
+    const qwen_gpu_row *rows;
+} small;
+
+static int run_rms_norm_q8(void *ctx, void *s)
+{
+    const small *k = ctx;
+    return qwen_gpu_rms_norm_q8(s, k->x, k->weight, k->n, k->dims.n_embd, k->dims.rms_eps, k->y, k->xq);
+}
+
+static int run_rope(void *ctx, void *s)
+{
+    const small *k = ctx;
+    return qwen_gpu_qk_norm_rope_store(s, &k->dims, 0, k->rows, k->n, k->q, k->k, k->v, k->q_norm, k->k_norm,
+                                       k->inv_freq);
+}
+
+static int run_quantize(void *ctx, void *s)
+{
+    const small *k = ctx;
+    return qwen_gpu_quantize_q8(s, k->q, k->n, k->dims.n_head * k->dims.head_dim, k->xq);
+}
+
+static int run_swiglu_q8(void *ctx, void *s)
+{
+    const small *k = ctx;
+    return qwen_gpu_swiglu_q8(s, k->gate, k->up, k->n, k->dims.n_ff, k->xq);
+}
+
+/* Per-launch time of each small kernel of a Qwen3-8B decode step (values
+ * are whatever the buffers hold: these kernels' speed does not depend on them). */
+static void bench_small(uint32_t n)
+{
+    small k = {.dims = {.n_embd = 4096, .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_ff = 12288,
+                        .n_vocab = 151936, .n_layer = 1, .rms_eps = 1e-6f},
+               .n = n};
+    const size_t F = 12288, D = 4096, kvw = 1024;
+    k.x = device(n * D * 4);
+    k.weight = device(D * 4);
+    k.y = device(n * D * 4);
+    k.q = device(n * D * 4);
+    k.k = device(n * kvw * 4);
+    k.v = device(n * kvw * 4);
+    k.q_norm = device(128 * 4);
+    k.k_norm = device(128 * 4);
+    k.inv_freq = device(64 * 4);
+    k.gate = device(n * F * 4);
+    k.up = device(n * F * 4);
+    k.xq = (qwen_gpu_q8){device(n * F), device(n * F / 32 * 2 * 4)};
+    float *zeros = calloc(n * F, 4);
+    upload(k.x, zeros, n * D * 4);
+    upload(k.gate, zeros, n * F * 4);
+    upload(k.up, zeros, n * F * 4);
+    upload(k.q, zeros, n * D * 4);
+    float *kv = device((size_t)2 * 64 * kvw * 4);
+    qwen_gpu_row *hrows = calloc(n, sizeof *hrows);
+    for (uint32_t r = 0; r < n; r++)
+        hrows[r] = (qwen_gpu_row){.kv = kv, .pos = r % 64, .capacity = 64};
+    qwen_gpu_row *rows = device(n * sizeof *rows);
+    upload(rows, hrows, n * sizeof *rows);
+    k.rows = rows;
+    printf("small  n=%-3u rms_norm_q8 %5.1f us | qk_norm_rope_store %5.1f us | quantize_q8 (att) %5.1f us | "
+           "swiglu_q8 %5.1f us\n",
+           n, time_us(run_rms_norm_q8, &k, LAUNCHES), time_us(run_rope, &k, LAUNCHES),
+           time_us(run_quantize, &k, LAUNCHES), time_us(run_swiglu_q8, &k, LAUNCHES));
+    void *all[] = {k.x, k.weight, k.y, k.q, k.k, k.v, k.q_norm, k.k_norm, k.inv_freq, k.gate, k.up, k.xq.qs, k.xq.ds,
+                   kv, rows};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        gufo_memory_free(mem, all[i]);
+    free(zeros);
+    free(hrows);
+}
+
 /* ---- prefill products through the BLAS -------------------------------------------- */
 
 typedef struct gemm {
@@ -506,6 +585,8 @@ int main(int argc, char **argv)
         bench_fused("q/k/v", qkv, 3, ns[k]);
         bench_fused("gate/up", gate_up, 2, ns[k]);
     }
+    for (size_t k = 0; k < n_ns; k++)
+        bench_small(ns[k]);
     for (size_t s = 0; s < 4; s++)
         bench_gemm("q4_k", GUFO_TENSOR_Q4_K, shapes[s][0], shapes[s][1]);
     bench_attention(quick ? 4096 : 32768);

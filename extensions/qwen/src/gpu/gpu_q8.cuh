@@ -50,4 +50,33 @@ __device__ __forceinline__ void qg_q8_store(float v, uint32_t vec, uint32_t i, u
     }
 }
 
+/**
+ * qg_q8_store() for four values per lane: elements i .. i+3 (i a multiple of
+ * 4) of vector `vec`. Eight consecutive lanes hold one block of 32 (lane l of
+ * the eight: elements 4l .. 4l+3 of it), and all eight call it together; lane
+ * 0 of the eight writes the block's scale and sum.
+ */
+__device__ __forceinline__ void qg_q8_store4(const float v[4], uint32_t vec, uint32_t i, uint32_t cols,
+                                             qwen_gpu_q8 out)
+{
+    float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+    for (int mask = 4; mask > 0; mask >>= 1) amax = fmaxf(amax, gufo_gpu_shfl_xor(amax, mask));
+    const float d = amax / 127.0f;
+    int packed = 0, sum = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        int q = d > 0.0f ? (int)rintf(v[k] / d) : 0;
+        q = q > 127 ? 127 : (q < -127 ? -127 : q);
+        sum += q;
+        packed |= (q & 0xff) << (8 * k);
+    }
+    for (int mask = 4; mask > 0; mask >>= 1) sum += gufo_gpu_shfl_xor(sum, mask);
+    *reinterpret_cast<int *>(out.qs + (size_t)vec * cols + i) = packed;
+    if ((threadIdx.x & 7) == 0) {
+        float *ds = out.ds + 2 * ((size_t)vec * (cols / 32u) + i / 32u);
+        ds[0] = d;
+        ds[1] = __fmul_rn(d, (float)sum);
+    }
+}
+
 #endif /* QWEN_GPU_Q8_CUH */
