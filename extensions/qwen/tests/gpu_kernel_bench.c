@@ -27,6 +27,7 @@
 #include <gufo/ext/experimental/graph.h>
 
 #include "../src/gpu/gpu_kernels.h"
+#include "logit_compare.h"
 
 #define LAUNCHES 50
 #define TOLERANCE 2e-2
@@ -137,22 +138,6 @@ static int run_q8(void *ctx, void *s)
 {
     const matvec *mv = ctx;
     return qwen_gpu_matmul_q8(s, &mv->m, mv->xq, mv->n, mv->y, 0);
-}
-
-static double max_abs(const float *v, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++)
-        m = fmax(m, fabs((double)v[i]));
-    return m;
-}
-
-static double max_abs_diff(const float *a, const float *b, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++)
-        m = fmax(m, fabs((double)a[i] - (double)b[i]));
-    return m;
 }
 
 /* A rows x cols matrix of `type` from random values: 256 quantized rows,

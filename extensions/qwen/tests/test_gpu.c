@@ -45,6 +45,8 @@
 
 #include <gufo_manifest_qwen.h>
 
+#include "logit_compare.h"
+
 gufo_status gufo_ext_qwen_cpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err);
 gufo_status gufo_ext_qwen_gpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err);
 
@@ -238,41 +240,6 @@ static void generate(const loaded *m, const gufo_token *prompt, size_t n_prompt,
     m->tg->session_destroy(m->model, s);
 }
 
-static double max_abs(const float *v, size_t n)
-{
-    double best = 0;
-    for (size_t i = 0; i < n; i++)
-        best = fmax(best, fabs((double)v[i]));
-    return best;
-}
-
-static double max_abs_diff(const float *a, const float *b, size_t n)
-{
-    double best = 0;
-    for (size_t i = 0; i < n; i++)
-        best = fmax(best, fabs((double)a[i] - (double)b[i]));
-    return best;
-}
-
-/* KL(softmax(p) || softmax(q)) in double. */
-static double kl(const float *p, const float *q, int32_t n)
-{
-    double mp = -INFINITY, mq = -INFINITY, sp = 0, sq = 0, total = 0;
-    for (int32_t i = 0; i < n; i++) {
-        mp = fmax(mp, p[i]);
-        mq = fmax(mq, q[i]);
-    }
-    for (int32_t i = 0; i < n; i++) {
-        sp += exp(p[i] - mp);
-        sq += exp(q[i] - mq);
-    }
-    for (int32_t i = 0; i < n; i++) {
-        const double lp = p[i] - mp - log(sp), lq = q[i] - mq - log(sq);
-        total += exp(lp) * (lp - lq);
-    }
-    return total;
-}
-
 /* Gap between the largest and second-largest logit. */
 static double top2_margin(const float *v, int32_t n)
 {
@@ -320,7 +287,7 @@ static void compare_model(const char *label, const char *path)
     double kl_sum = 0, kl_max = 0;
     int top1_same = 0;
     for (size_t i = SEQ_PREFILL - 1; i < SEQ_LEN; i++) {
-        const double k = kl(rc + i * V, rg + i * V, V);
+        const double k = kl_divergence(rc + i * V, rg + i * V, V);
         kl_sum += k;
         kl_max = fmax(kl_max, k);
         top1_same += gufo_argmax(rc + i * V, V) == gufo_argmax(rg + i * V, V);
@@ -364,7 +331,7 @@ static void compare_model(const char *label, const char *path)
         double fkl_sum = 0, fkl_max = 0;
         int ftop1 = 0;
         for (size_t i = SEQ_PREFILL - 1; i < SEQ_LEN; i++) {
-            const double k = kl(rc + i * V, rf + i * V, V);
+            const double k = kl_divergence(rc + i * V, rf + i * V, V);
             fkl_sum += k;
             fkl_max = fmax(fkl_max, k);
             ftop1 += gufo_argmax(rc + i * V, V) == gufo_argmax(rf + i * V, V);

@@ -23,6 +23,8 @@
 
 #include <gufo_manifest_qwen.h>
 
+#include "logit_compare.h"
+
 #define EXPECT_OK(call) GUFO_CHECK_STATUS(call, GUFO_OK, &err)
 #define EXPECT_STATUS(call, want) GUFO_CHECK_STATUS(call, want, &err)
 
@@ -267,17 +269,6 @@ static void run_positions(gufo_model *model, const gufo_token *ids, size_t n, si
     tg->session_destroy(model, s);
 }
 
-static double max_abs_diff(const float *a, const float *b, size_t n)
-{
-    double worst = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (!(d <= worst))
-            worst = isnan(d) ? INFINITY : d;
-    }
-    return worst;
-}
-
 static int32_t argmax(const float *x, int32_t n)
 {
     int32_t best = 0;
@@ -285,26 +276,6 @@ static int32_t argmax(const float *x, int32_t n)
         if (x[i] > x[best])
             best = i;
     return best;
-}
-
-/* KL(p || q) of the softmaxes of two logit rows, in nats. */
-static double kl_divergence(const float *p_logits, const float *q_logits, int32_t n)
-{
-    double pm = -INFINITY, qm = -INFINITY, ps = 0, qs = 0, kl = 0;
-    for (int32_t i = 0; i < n; i++) {
-        pm = fmax(pm, p_logits[i]);
-        qm = fmax(qm, q_logits[i]);
-    }
-    for (int32_t i = 0; i < n; i++) {
-        ps += exp(p_logits[i] - pm);
-        qs += exp(q_logits[i] - qm);
-    }
-    const double plz = pm + log(ps), qlz = qm + log(qs);
-    for (int32_t i = 0; i < n; i++) {
-        const double lp = p_logits[i] - plz, lq = q_logits[i] - qlz;
-        kl += exp(lp) * (lp - lq);
-    }
-    return kl;
 }
 
 /* The reference logits of forward[seq] as one array of rows. */

@@ -39,6 +39,20 @@ __device__ __forceinline__ void qg_dot16(const float w[16], const float *__restr
     }
 }
 
+/* x[first .. first + 8) . w[0..8) for each vector, w decoded once. */
+template <int NB>
+__device__ __forceinline__ void qg_dot8(const float w[8], const float *__restrict__ x, uint32_t cols, uint32_t first,
+                                        uint32_t nv, float acc[NB])
+{
+#pragma unroll
+    for (int v = 0; v < NB; v++) {
+        if ((uint32_t)v >= nv) continue;
+        const float4 *xv = reinterpret_cast<const float4 *>(x + (size_t)v * cols + first);
+        const float4 a = xv[0], c = xv[1];
+        acc[v] += w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * c.x + w[5] * c.y + w[6] * c.z + w[7] * c.w;
+    }
+}
+
 /* Dot products of lane `sub_lane`'s weights of step t with NB vectors. */
 template <int TYPE, int NB>
 __device__ __forceinline__ void qg_accumulate(const uint8_t *row, uint32_t cols, uint32_t t, int sub_lane,
@@ -90,14 +104,7 @@ __device__ __forceinline__ void qg_accumulate(const uint8_t *row, uint32_t cols,
 #pragma unroll
         for (int i = 0; i < 8; i++)
             w[i] = TYPE == QWEN_GPU_BF16 ? qg_bf16(bits[i]) : __half2float(*reinterpret_cast<const __half *>(&bits[i]));
-#pragma unroll
-        for (int v = 0; v < NB; v++) {
-            if ((uint32_t)v >= nv) continue;
-            const float4 *xv = reinterpret_cast<const float4 *>(x + (size_t)v * cols + first);
-            const float4 a = xv[0], c = xv[1];
-            acc[v] += w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * c.x + w[5] * c.y + w[6] * c.z +
-                      w[7] * c.w;
-        }
+        qg_dot8<NB>(w, x, cols, first, nv, acc);
     } else {
         float w[8];
         qg_dequant8<TYPE>(row, cols, t, sub_lane, w);
@@ -118,14 +125,7 @@ __device__ __forceinline__ void qg_accumulate(const uint8_t *row, uint32_t cols,
             /* Block types: cols is a multiple of 32, so a lane's eight elements are all in or all out. */
             const uint32_t first = t * 256u + (uint32_t)sub_lane * 8u;
             if (first >= cols) return;
-#pragma unroll
-            for (int v = 0; v < NB; v++) {
-                if ((uint32_t)v >= nv) continue;
-                const float4 *xv = reinterpret_cast<const float4 *>(x + (size_t)v * cols + first);
-                const float4 a = xv[0], c = xv[1];
-                acc[v] += w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * c.x + w[5] * c.y + w[6] * c.z +
-                          w[7] * c.w;
-            }
+            qg_dot8<NB>(w, x, cols, first, nv, acc);
         }
     }
 }

@@ -1,0 +1,52 @@
+/* logit_compare.h — how the qwen tests compare two providers' (or two
+ * kernels') outputs: largest magnitude, largest difference and KL divergence
+ * of logit rows. Header-only, for test programs. */
+#ifndef QWEN_TESTS_LOGIT_COMPARE_H
+#define QWEN_TESTS_LOGIT_COMPARE_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* max |v[i]| (the scale bounds are relative to). */
+static inline double max_abs(const float *v, size_t n)
+{
+    double best = 0;
+    for (size_t i = 0; i < n; i++)
+        best = fmax(best, fabs((double)v[i]));
+    return best;
+}
+
+/* max |a[i] - b[i]|; a NaN on either side makes it infinite, so no bound passes it. */
+static inline double max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= worst))
+            worst = isnan(d) ? INFINITY : d;
+    }
+    return worst;
+}
+
+/* KL(softmax(p) || softmax(q)) of two logit rows, in nats, in double. */
+static inline double kl_divergence(const float *p, const float *q, int32_t n)
+{
+    double mp = -INFINITY, mq = -INFINITY, sp = 0, sq = 0, total = 0;
+    for (int32_t i = 0; i < n; i++) {
+        mp = fmax(mp, p[i]);
+        mq = fmax(mq, q[i]);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        sp += exp(p[i] - mp);
+        sq += exp(q[i] - mq);
+    }
+    const double lzp = mp + log(sp), lzq = mq + log(sq);
+    for (int32_t i = 0; i < n; i++) {
+        const double lp = p[i] - lzp, lq = q[i] - lzq;
+        total += exp(lp) * (lp - lq);
+    }
+    return total;
+}
+
+#endif /* QWEN_TESTS_LOGIT_COMPARE_H */
