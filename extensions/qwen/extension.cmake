@@ -29,6 +29,7 @@ set(qwen_model_sources
     src/kv_cache.c
     src/forward_cpu.c
     src/session.c
+    src/text_iface.c
 )
 
 gufo_extension_library(qwen_cpu

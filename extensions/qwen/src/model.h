@@ -8,11 +8,14 @@
 #ifndef QWEN_MODEL_H
 #define QWEN_MODEL_H
 
+#include <stddef.h>
+
 #include <gufo/ext/api.h>
 
 #include "forward_cpu.h"
 #include "hparams.h"
 #include "threadpool.h"
+#include "text_iface.h"
 #include "tokenizer.h"
 #include "weights.h"
 
@@ -29,11 +32,11 @@ typedef struct qwen_session qwen_session;
 typedef struct qwen_snapshot qwen_snapshot;
 
 typedef struct qwen_model {
+    qwen_text_model text;       /* first: the text-side slots read it (text_iface.h) */
     gufo_memory *memory;        /* the host's budgeted pool (borrowed) */
     gufo_gguf *gguf;            /* the mapped file the matrices live in */
     qwen_hparams hp;
     qwen_weights weights;
-    qwen_tokenizer *tokenizer;
     qwen_pool *pool;
     qwen_engine engine;
     uint32_t context_length;    /* what sessions may hold: the file's, or less if the host asked */
@@ -47,6 +50,8 @@ typedef struct qwen_model {
     qwen_session *sessions;     /* every live session, so destroy frees them */
     qwen_snapshot *snapshots;   /* every live snapshot, likewise */
 } qwen_model;
+_Static_assert(offsetof(qwen_model, text) == 0,
+               "the text-side slots read a qwen_model as a qwen_text_model");
 
 /* The API's handle types are opaque; ours are distinct structs, converted
  * only here so every cast in the extension is one of these. */

@@ -4,18 +4,17 @@
  * The provider entry (extension.json providers[0].entry) fills a
  * gufo_provider from the generated manifest constants, so the ID, capability
  * and keys registered here are the manifest's by construction. The text-side
- * slots forward to the tokenizer (tokenizer.h) and chat (chat_template.h,
- * tool_calls.h) parts; the scheduler-thread slots live in session.c.
+ * slots are text_iface.c's (shared with qwen-gpu); the scheduler-thread slots
+ * live in session.c.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include <gufo_manifest_qwen.h>
 
-#include "chat_template.h"
 #include "model.h"
 #include "session.h"
-#include "tool_calls.h"
+#include "text_iface.h"
 
 #define QWEN_PROVIDER_ID GUFO_MANIFEST_QWEN_PROVIDER_QWEN_CPU_ID
 
@@ -48,7 +47,7 @@ static void model_free(qwen_model *model)
     qwen_release_all(model);
     qwen_engine_release(model->memory, &model->engine);
     qwen_pool_destroy(model->pool);
-    qwen_tokenizer_free(model->tokenizer);
+    qwen_tokenizer_free(model->text.tokenizer);
     qwen_weights_free(model->memory, &model->weights);
     gufo_gguf_close(model->gguf);
     gufo_memory_free(model->memory, model);
@@ -98,11 +97,11 @@ static gufo_status qwen_create(void *userdata, const gufo_model_params *params, 
         goto fail;
     if ((st = qwen_weights_load(model->gguf, hp, model->memory, &model->weights, err)) != GUFO_OK)
         goto fail;
-    if ((st = qwen_tokenizer_load(model->gguf, &model->tokenizer, err)) != GUFO_OK)
+    if ((st = qwen_tokenizer_load(model->gguf, &model->text.tokenizer, err)) != GUFO_OK)
         goto fail;
-    if (qwen_tokenizer_n_vocab(model->tokenizer) != (int32_t)hp->n_vocab) {
+    if (qwen_tokenizer_n_vocab(model->text.tokenizer) != (int32_t)hp->n_vocab) {
         st = gufo_error_set(err, GUFO_E_FORMAT, "the tokenizer has %d tokens but token_embd.weight has %u rows",
-                            (int)qwen_tokenizer_n_vocab(model->tokenizer), hp->n_vocab);
+                            (int)qwen_tokenizer_n_vocab(model->text.tokenizer), hp->n_vocab);
         goto fail;
     }
     uint32_t n_threads = params->n_threads ? params->n_threads : 1;
@@ -149,8 +148,8 @@ static gufo_status qwen_get_info(gufo_model *handle, gufo_text_model_info *info)
         .snapshot_bytes = sizeof(void *) * 8, /* the header; its tokens cost session_bytes_per_token each */
         .session_bytes_per_token = qwen_kv_bytes_per_token(&model->hp),
         .samples_on_device = false,
-        .bos_token = qwen_tokenizer_bos(model->tokenizer),
-        .eos_token = qwen_tokenizer_eos(model->tokenizer),
+        .bos_token = qwen_tokenizer_bos(model->text.tokenizer),
+        .eos_token = qwen_tokenizer_eos(model->text.tokenizer),
     };
     /* Write only as much as the host's struct has room for. */
     size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;
@@ -178,80 +177,17 @@ static gufo_status qwen_cache_identity(gufo_model *handle, gufo_text_buffer *out
     return gufo_text_buffer_append(out, text, (size_t)n);
 }
 
-/* ---- text side: forwarded to the tokenizer and chat parts ------------------- */
-
-static gufo_status qwen_iface_tokenize(gufo_model *handle, const char *text, size_t len, uint32_t flags,
-                                       gufo_token *out, size_t cap, size_t *n_out, gufo_error *err)
-{
-    const qwen_model *model = qwen_from_handle(handle);
-    if (!model)
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen tokenize: NULL model");
-    return qwen_tokenizer_encode(model->tokenizer, text, len, flags, out, cap, n_out, err);
-}
-
-static gufo_status qwen_iface_detokenize(gufo_model *handle, gufo_detok_state *state, gufo_token token,
-                                         bool show_special, gufo_text_buffer *out)
-{
-    const qwen_model *model = qwen_from_handle(handle);
-    if (!model)
-        return GUFO_E_INVALID_ARGUMENT;
-    return qwen_tokenizer_detokenize(model->tokenizer, state, token, show_special, out);
-}
-
-static uint32_t qwen_iface_token_attr(gufo_model *handle, gufo_token token)
-{
-    const qwen_model *model = qwen_from_handle(handle);
-    return model ? qwen_tokenizer_attr(model->tokenizer, token) : 0;
-}
-
-static gufo_status qwen_iface_render_chat(gufo_model *handle, const gufo_chat *chat, gufo_text_buffer *out,
-                                          gufo_error *err)
-{
-    (void)handle; /* the Qwen3 template is fixed by the architecture */
-    return qwen_chat_render(chat, out, err);
-}
-
-/* gufo_tool_parser is opaque to the host; ours is a qwen_tool_parser. These
- * four wrappers are the only place the two types meet. */
-static gufo_status qwen_iface_tool_parser_create(gufo_model *handle, const gufo_chat *chat, gufo_tool_parser **out,
-                                                 gufo_error *err)
-{
-    (void)handle;
-    if (!out)
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen tool_parser_create: NULL output");
-    qwen_tool_parser *parser = NULL;
-    gufo_status st = qwen_tool_parser_create(chat, &parser, err);
-    *out = st == GUFO_OK ? (gufo_tool_parser *)(void *)parser : NULL;
-    return st;
-}
-
-static gufo_status qwen_iface_tool_parser_feed(gufo_tool_parser *parser, const char *text, size_t len,
-                                               const gufo_output_sink *sink)
-{
-    return qwen_tool_parser_feed((qwen_tool_parser *)(void *)parser, text, len, sink);
-}
-
-static gufo_status qwen_iface_tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink)
-{
-    return qwen_tool_parser_finish((qwen_tool_parser *)(void *)parser, sink);
-}
-
-static void qwen_iface_tool_parser_destroy(gufo_tool_parser *parser)
-{
-    qwen_tool_parser_destroy((qwen_tool_parser *)(void *)parser);
-}
-
 static const gufo_text_generation_iface qwen_iface = {
     .struct_size = sizeof(gufo_text_generation_iface),
     .get_info = qwen_get_info,
-    .tokenize = qwen_iface_tokenize,
-    .detokenize = qwen_iface_detokenize,
-    .token_attr = qwen_iface_token_attr,
-    .render_chat = qwen_iface_render_chat,
-    .tool_parser_create = qwen_iface_tool_parser_create,
-    .tool_parser_feed = qwen_iface_tool_parser_feed,
-    .tool_parser_finish = qwen_iface_tool_parser_finish,
-    .tool_parser_destroy = qwen_iface_tool_parser_destroy,
+    .tokenize = qwen_text_tokenize,
+    .detokenize = qwen_text_detokenize,
+    .token_attr = qwen_text_token_attr,
+    .render_chat = qwen_text_render_chat,
+    .tool_parser_create = qwen_text_tool_parser_create,
+    .tool_parser_feed = qwen_text_tool_parser_feed,
+    .tool_parser_finish = qwen_text_tool_parser_finish,
+    .tool_parser_destroy = qwen_text_tool_parser_destroy,
     .cache_identity = qwen_cache_identity,
     .session_create = qwen_session_create,
     .session_destroy = qwen_session_destroy,

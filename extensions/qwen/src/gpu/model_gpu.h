@@ -11,10 +11,13 @@
 #ifndef QWEN_MODEL_GPU_H
 #define QWEN_MODEL_GPU_H
 
+#include <stddef.h>
+
 #include <gufo/ext/api.h>
 #include <gufo/ext/experimental/graph.h>
 
 #include "../hparams.h"
+#include "../text_iface.h"
 #include "../tokenizer.h"
 #include "gpu_kernels.h"
 
@@ -71,13 +74,13 @@ typedef struct qwen_gpu_session qwen_gpu_session;
 typedef struct qwen_gpu_snapshot qwen_gpu_snapshot;
 
 typedef struct qwen_gpu_model {
+    qwen_text_model text;        /* first: the text-side slots read it (text_iface.h) */
     gufo_memory *memory;
     gufo_gguf *gguf;
     qwen_hparams hp;
     qwen_gpu_dims dims;
     qwen_gpu_weights weights;
     qwen_gpu_scratch scratch;
-    qwen_tokenizer *tokenizer;
     void *stream;
     void *blas;                  /* BLAS handle for prefill (NULL without one: HIP builds) */
     bool prefill_bf16;           /* option qwen-gpu-prefill: bf16 (default) or fp32 */
@@ -97,6 +100,8 @@ typedef struct qwen_gpu_model {
     qwen_gpu_session *sessions;
     qwen_gpu_snapshot *snapshots;
 } qwen_gpu_model;
+_Static_assert(offsetof(qwen_gpu_model, text) == 0,
+               "the text-side slots read a qwen_gpu_model as a qwen_text_model");
 
 static inline qwen_gpu_model *qwen_gpu_from_handle(gufo_model *handle)
 {

@@ -13,8 +13,7 @@
 
 #include <gufo_manifest_qwen.h>
 
-#include "../chat_template.h"
-#include "../tool_calls.h"
+#include "../text_iface.h"
 #include "model_gpu.h"
 
 #define QWEN_GPU_PROVIDER_ID GUFO_MANIFEST_QWEN_PROVIDER_QWEN_GPU_ID
@@ -79,7 +78,7 @@ static void model_free(qwen_gpu_model *model)
     qwen_gpu_weights_free(model->memory, &model->weights);
     qwen_gpu_stream_destroy(model->stream);
     gufo_memory_free(model->memory, model->rows_host);
-    qwen_tokenizer_free(model->tokenizer);
+    qwen_tokenizer_free(model->text.tokenizer);
     gufo_gguf_close(model->gguf);
     gufo_memory_free(model->memory, model);
 }
@@ -193,11 +192,11 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
     }
     if ((st = qwen_gpu_weights_load(model->gguf, hp, model->memory, &model->weights, err)) != GUFO_OK)
         goto fail;
-    if ((st = qwen_tokenizer_load(model->gguf, &model->tokenizer, err)) != GUFO_OK)
+    if ((st = qwen_tokenizer_load(model->gguf, &model->text.tokenizer, err)) != GUFO_OK)
         goto fail;
-    if (qwen_tokenizer_n_vocab(model->tokenizer) != (int32_t)hp->n_vocab) {
+    if (qwen_tokenizer_n_vocab(model->text.tokenizer) != (int32_t)hp->n_vocab) {
         st = gufo_error_set(err, GUFO_E_FORMAT, "the tokenizer has %d tokens but token_embd.weight has %u rows",
-                            (int)qwen_tokenizer_n_vocab(model->tokenizer), hp->n_vocab);
+                            (int)qwen_tokenizer_n_vocab(model->text.tokenizer), hp->n_vocab);
         goto fail;
     }
     const uint32_t max_rows = model->max_batch > model->max_prefill_chunk ? model->max_batch : model->max_prefill_chunk;
@@ -250,8 +249,8 @@ static gufo_status qwen_gpu_get_info(gufo_model *handle, gufo_text_model_info *i
         .snapshot_bytes = sizeof(void *) * 8,
         .session_bytes_per_token = qwen_gpu_kv_bytes_per_token(&model->hp),
         .samples_on_device = true, /* except with penalties (session_gpu.c) */
-        .bos_token = qwen_tokenizer_bos(model->tokenizer),
-        .eos_token = qwen_tokenizer_eos(model->tokenizer),
+        .bos_token = qwen_tokenizer_bos(model->text.tokenizer),
+        .eos_token = qwen_tokenizer_eos(model->text.tokenizer),
     };
     size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;
     memcpy(info, &full, n);
@@ -278,74 +277,17 @@ static gufo_status qwen_gpu_cache_identity(gufo_model *handle, gufo_text_buffer 
 
 /* ---- text side: the same code as qwen-cpu ------------------------------------- */
 
-static gufo_status tokenize(gufo_model *handle, const char *text, size_t len, uint32_t flags, gufo_token *out,
-                            size_t cap, size_t *n_out, gufo_error *err)
-{
-    const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
-    if (!model)
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu tokenize: NULL model");
-    return qwen_tokenizer_encode(model->tokenizer, text, len, flags, out, cap, n_out, err);
-}
-
-static gufo_status detokenize(gufo_model *handle, gufo_detok_state *state, gufo_token token, bool show_special,
-                              gufo_text_buffer *out)
-{
-    const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
-    return model ? qwen_tokenizer_detokenize(model->tokenizer, state, token, show_special, out)
-                 : GUFO_E_INVALID_ARGUMENT;
-}
-
-static uint32_t token_attr(gufo_model *handle, gufo_token token)
-{
-    const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
-    return model ? qwen_tokenizer_attr(model->tokenizer, token) : 0;
-}
-
-static gufo_status render_chat(gufo_model *handle, const gufo_chat *chat, gufo_text_buffer *out, gufo_error *err)
-{
-    (void)handle;
-    return qwen_chat_render(chat, out, err);
-}
-
-static gufo_status tool_parser_create(gufo_model *handle, const gufo_chat *chat, gufo_tool_parser **out,
-                                      gufo_error *err)
-{
-    (void)handle;
-    if (!out)
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu tool_parser_create: NULL output");
-    qwen_tool_parser *parser = NULL;
-    gufo_status st = qwen_tool_parser_create(chat, &parser, err);
-    *out = st == GUFO_OK ? (gufo_tool_parser *)(void *)parser : NULL;
-    return st;
-}
-
-static gufo_status tool_parser_feed(gufo_tool_parser *parser, const char *text, size_t len,
-                                    const gufo_output_sink *sink)
-{
-    return qwen_tool_parser_feed((qwen_tool_parser *)(void *)parser, text, len, sink);
-}
-
-static gufo_status tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink)
-{
-    return qwen_tool_parser_finish((qwen_tool_parser *)(void *)parser, sink);
-}
-
-static void tool_parser_destroy(gufo_tool_parser *parser)
-{
-    qwen_tool_parser_destroy((qwen_tool_parser *)(void *)parser);
-}
-
 static const gufo_text_generation_iface qwen_gpu_iface = {
     .struct_size = sizeof(gufo_text_generation_iface),
     .get_info = qwen_gpu_get_info,
-    .tokenize = tokenize,
-    .detokenize = detokenize,
-    .token_attr = token_attr,
-    .render_chat = render_chat,
-    .tool_parser_create = tool_parser_create,
-    .tool_parser_feed = tool_parser_feed,
-    .tool_parser_finish = tool_parser_finish,
-    .tool_parser_destroy = tool_parser_destroy,
+    .tokenize = qwen_text_tokenize,
+    .detokenize = qwen_text_detokenize,
+    .token_attr = qwen_text_token_attr,
+    .render_chat = qwen_text_render_chat,
+    .tool_parser_create = qwen_text_tool_parser_create,
+    .tool_parser_feed = qwen_text_tool_parser_feed,
+    .tool_parser_finish = qwen_text_tool_parser_finish,
+    .tool_parser_destroy = qwen_text_tool_parser_destroy,
     .cache_identity = qwen_gpu_cache_identity,
     .session_create = qwen_gpu_session_create,
     .session_destroy = qwen_gpu_session_destroy,
