@@ -432,7 +432,7 @@ typedef struct attention {
 static int run_attention(void *ctx, void *s)
 {
     const attention *a = ctx;
-    return qwen_gpu_attention(s, &a->dims, 0, a->rows, a->n, a->q, a->splits, a->partials, a->out);
+    return qwen_gpu_attention(s, &a->dims, 0, a->rows, a->n, a->q, a->splits, a->partials, a->out, NULL);
 }
 
 static int run_flash(void *ctx, void *s)

@@ -205,11 +205,14 @@ static gufo_status record(void *userdata, void *stream)
         bad |= products(p, stream, qkv, qkv_out, 3, s->h);
         bad |= qwen_gpu_qk_norm_rope_store(stream, dims, il, s->rows, n, s->q, s->k, s->v, L->q_norm, L->k_norm,
                                            w->inv_freq);
+        /* In q8 steps the merge of the split-K kernel also writes att as int8 blocks (one launch fewer). */
+        const bool merge_q8 = p->q8 && !p->flash && dims->head_dim % 32 == 0;
         if (p->flash)
             bad |= qwen_gpu_attention_prefill(stream, dims, il, s->rows, n, s->q, s->att);
         else
-            bad |= qwen_gpu_attention(stream, dims, il, s->rows, n, s->q, p->splits, s->partials, s->att);
-        if (p->q8)
+            bad |= qwen_gpu_attention(stream, dims, il, s->rows, n, s->q, p->splits, s->partials, s->att,
+                                      merge_q8 ? &s->xq : NULL);
+        if (p->q8 && !merge_q8)
             bad |= qwen_gpu_quantize_q8(stream, s->att, n, dims->n_head * dims->head_dim, s->xq);
         bad |= product(p, stream, &L->wo, s->att, s->x, 1);
         bad |= norm(p, stream, s->x, L->ffn_norm, n, s->h);

@@ -20,7 +20,7 @@
  * sum runs in a fixed order, so a row's result is deterministic and does not
  * depend on the other rows of the launch.
  */
-#include "gpu_common.cuh"
+#include "gpu_q8.cuh"
 
 #include <math.h>
 
@@ -256,9 +256,12 @@ __global__ void __launch_bounds__((qg_att_shape<VW * NV, G>::W * 32))
     }
 }
 
-/* Block (row, head): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M). */
+/* Block (row, head): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
+ * With Q8 (head_dim a multiple of 32) the row is also written as int8 blocks
+ * for the output projection: each pass over e covers whole 32-lane groups. */
+template <bool Q8>
 __global__ void qg_attention_merge_kernel(qwen_gpu_dims dims, uint32_t splits, const float *__restrict__ partials,
-                                          float *__restrict__ out)
+                                          float *__restrict__ out, qwen_gpu_q8 q8)
 {
     const uint32_t d = dims.head_dim;
     const float *part = partials + (size_t)blockIdx.x * splits * (d + 2);
@@ -276,7 +279,9 @@ __global__ void qg_attention_merge_kernel(qwen_gpu_dims dims, uint32_t splits, c
             const float ms = part[(size_t)s * (d + 2)];
             if (ms > -INFINITY) sum += part[(size_t)s * (d + 2) + 2 + e] * expf(ms - big_m);
         }
-        out[(size_t)blockIdx.x * d + e] = sum * inv;
+        const float v = sum * inv;
+        out[(size_t)blockIdx.x * d + e] = v;
+        if (Q8) qg_q8_store(v, blockIdx.x / dims.n_head, (blockIdx.x % dims.n_head) * d + e, dims.n_head * d, q8);
     }
 }
 
@@ -300,11 +305,13 @@ static void qg_attention_split_launch(const qwen_gpu_dims *dims, uint32_t layer,
 }
 
 extern "C" int qwen_gpu_attention(void *stream, const qwen_gpu_dims *dims, uint32_t layer, const qwen_gpu_row *rows,
-                                  uint32_t n, const float *q, uint32_t splits, float *partials, float *out)
+                                  uint32_t n, const float *q, uint32_t splits, float *partials, float *out,
+                                  const qwen_gpu_q8 *q8)
 {
     if (n == 0) return 0;
     if (dims->head_dim == 0 || dims->head_dim % 2 || dims->head_dim > QWEN_GPU_MAX_HEAD_DIM || splits == 0 ||
-        splits > QWEN_GPU_MAX_SPLITS || dims->n_head_kv == 0 || dims->n_head % dims->n_head_kv)
+        splits > QWEN_GPU_MAX_SPLITS || dims->n_head_kv == 0 || dims->n_head % dims->n_head_kv ||
+        (q8 && dims->head_dim % 32u))
         return 1;
     const gufo_gpu_stream s = QG_STREAM(stream);
     const uint32_t group = dims->n_head / dims->n_head_kv;
@@ -317,7 +324,10 @@ extern "C" int qwen_gpu_attention(void *stream, const qwen_gpu_dims *dims, uint3
     else
         qg_attention_split_launch<QG_ATT_MAX_GROUP>(dims, layer, rows, n, q, splits, partials, s);
     if (qwen_gpu_launch_check("qwen_gpu_attention (parts)")) return 1;
-    qg_attention_merge_kernel<<<n * dims->n_head, 128, 0, s>>>(*dims, splits, partials, out);
+    if (q8)
+        qg_attention_merge_kernel<true><<<n * dims->n_head, 128, 0, s>>>(*dims, splits, partials, out, *q8);
+    else
+        qg_attention_merge_kernel<false><<<n * dims->n_head, 128, 0, s>>>(*dims, splits, partials, out, qwen_gpu_q8{});
     return qwen_gpu_launch_check("qwen_gpu_attention (merge)");
 }
 
@@ -331,5 +341,6 @@ static int qg_preload_attention_group(void)
 int qg_preload_attention(void)
 {
     return qg_preload_attention_group<1>() | qg_preload_attention_group<2>() | qg_preload_attention_group<4>() |
-           qg_preload_attention_group<QG_ATT_MAX_GROUP>() | qg_preload(qg_attention_merge_kernel);
+           qg_preload_attention_group<QG_ATT_MAX_GROUP>() | qg_preload(qg_attention_merge_kernel<false>) |
+           qg_preload(qg_attention_merge_kernel<true>);
 }

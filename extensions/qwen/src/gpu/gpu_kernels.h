@@ -173,10 +173,12 @@ int qwen_gpu_qk_norm_rope_store(void *stream, const qwen_gpu_dims *dims, uint32_
  * Causal attention of each row's query heads over its cache positions 0..pos,
  * split into `splits` parts per (row, head) whose partial softmax states land
  * in `partials` (n * n_head * splits * (head_dim + 2) floats) and are then
- * merged into out (n x n_head * head_dim) (gpu_attention.cu).
+ * merged into out (n x n_head * head_dim); with q8 (not NULL; head_dim a
+ * multiple of 32) out also as int8 blocks, for qwen_gpu_matmul_q8()
+ * (gpu_attention.cu).
  */
 int qwen_gpu_attention(void *stream, const qwen_gpu_dims *dims, uint32_t layer, const qwen_gpu_row *rows, uint32_t n,
-                       const float *q, uint32_t splits, float *partials, float *out);
+                       const float *q, uint32_t splits, float *partials, float *out, const qwen_gpu_q8 *q8);
 
 /** True when qwen_gpu_attention_prefill() has a kernel for this shape in this build
  * (NVIDIA tensor cores; head_dim 64 or 128) (gpu_attention_prefill.cu). */
