@@ -341,6 +341,10 @@ static void launch_q8(const qg_q8_targets *t, qwen_gpu_q8 x, uint32_t n, gufo_gp
     qg_matmul_q8_kernel<TYPE, NB, R><<<grid, QG_Q8_ROWS_PER_BLOCK * 32, 0, stream>>>(tr, x, n);
 }
 
+/* Vectors per launch pass and rows per group by batch size. Measured on the
+ * H200 (qwen_gpu_kernel_bench, gufo serve at 8 streams): four rows per group
+ * for 5+ vectors was slower than two (Q4_K gate/up at 8 vectors 63 -> 67 us,
+ * 8 streams 672 -> 623 tok/s): 190+ registers a thread leave too few warps. */
 template <int TYPE>
 static void dispatch_q8(const qg_q8_targets *t, qwen_gpu_q8 x, uint32_t n, gufo_gpu_stream stream)
 {
