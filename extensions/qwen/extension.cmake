@@ -30,6 +30,7 @@ set(qwen_model_sources
     src/forward_cpu.c
     src/session.c
     src/text_iface.c
+    src/live_sessions.c
 )
 
 gufo_extension_library(qwen_cpu

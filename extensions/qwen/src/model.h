@@ -15,6 +15,7 @@
 #include "forward_cpu.h"
 #include "hparams.h"
 #include "threadpool.h"
+#include "live_sessions.h"
 #include "text_iface.h"
 #include "tokenizer.h"
 #include "weights.h"
@@ -43,12 +44,11 @@ typedef struct qwen_model {
     uint32_t max_batch;
     uint32_t max_prefill_chunk;
     uint32_t max_sessions;      /* 0 = limited by memory only */
-    uint32_t live_sessions;
     uint64_t file_size;
     uint32_t file_type;         /* general.file_type, or UINT32_MAX when absent */
     uint64_t table_checksum;    /* qwen_tensor_table_checksum */
-    qwen_session *sessions;     /* every live session, so destroy frees them */
-    qwen_snapshot *snapshots;   /* every live snapshot, likewise */
+    qwen_live_list sessions;    /* every live session, so destroy frees them */
+    qwen_live_list snapshots;   /* every live snapshot, likewise */
 } qwen_model;
 _Static_assert(offsetof(qwen_model, text) == 0,
                "the text-side slots read a qwen_model as a qwen_text_model");

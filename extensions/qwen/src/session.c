@@ -1,15 +1,19 @@
 /* session.c — sessions, prefill/decode steps, truncate and snapshots (session.h). */
 #include "session.h"
 
+#include <stddef.h>
+
 struct qwen_session {
-    qwen_session *prev, *next;  /* the model's list of live sessions */
+    qwen_live_link link;        /* first: in the model's list of live sessions */
     qwen_kv kv;                 /* kv.length is the session's length */
 };
+_Static_assert(offsetof(struct qwen_session, link) == 0, "a live list's head is its qwen_session");
 
 struct qwen_snapshot {
-    qwen_snapshot *prev, *next;
+    qwen_live_link link;        /* first: in the model's list of live snapshots */
     qwen_kv kv;                 /* capacity == length: a copy of the prefix */
 };
+_Static_assert(offsetof(struct qwen_snapshot, link) == 0, "a live list's head is its qwen_snapshot");
 
 static qwen_session *session_of(gufo_text_session *handle)
 {
@@ -37,30 +41,19 @@ gufo_status qwen_session_create(gufo_model *handle, const gufo_session_params *p
     qwen_model *model = qwen_from_handle(handle);
     if (!model || !out)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen session_create: NULL model or output");
-    uint32_t context = model->context_length;
-    if (params && QWEN_HAS_FIELD(gufo_session_params, params, context_length) && params->context_length) {
-        if (params->context_length > model->context_length)
-            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
-                                  "qwen session_create: context %u asked, the model holds at most %u",
-                                  params->context_length, model->context_length);
-        context = params->context_length;
-    }
-    if (model->max_sessions && model->live_sessions >= model->max_sessions)
-        return gufo_error_set(err, GUFO_E_LIMIT, "qwen session_create: all %u sessions are in use",
-                              model->max_sessions);
+    uint32_t context = 0;
+    gufo_status st = qwen_session_admit("qwen", model->context_length, model->max_sessions, &model->sessions, params,
+                                        &context, err);
+    if (st != GUFO_OK)
+        return st;
     void *memory = NULL;
-    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, sizeof(qwen_session), 0, "kv-cache", &memory,
+    st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, sizeof(qwen_session), 0, "kv-cache", &memory,
                                        err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen session of %u tokens", context);
     qwen_session *session = memory;
     qwen_kv_init(&session->kv, &model->hp, context);
-    session->prev = NULL;
-    session->next = model->sessions;
-    if (model->sessions)
-        model->sessions->prev = session;
-    model->sessions = session;
-    model->live_sessions++;
+    qwen_live_add(&model->sessions, &session->link);
     *out = (gufo_text_session *)memory;
     return GUFO_OK;
 }
@@ -71,13 +64,7 @@ void qwen_session_destroy(gufo_model *handle, gufo_text_session *session_handle)
     qwen_session *session = session_of(session_handle);
     if (!model || !session)
         return;
-    if (session->prev)
-        session->prev->next = session->next;
-    else
-        model->sessions = session->next;
-    if (session->next)
-        session->next->prev = session->prev;
-    model->live_sessions--;
+    qwen_live_remove(&model->sessions, &session->link);
     qwen_kv_release(model->memory, &session->kv);
     gufo_memory_free(model->memory, session);
 }
@@ -239,11 +226,7 @@ gufo_status qwen_snapshot_take(gufo_model *handle, const gufo_text_session *sess
     }
     if (session->kv.length)
         qwen_kv_copy_prefix(&snapshot->kv, &session->kv, session->kv.length);
-    snapshot->prev = NULL;
-    snapshot->next = model->snapshots;
-    if (model->snapshots)
-        model->snapshots->prev = snapshot;
-    model->snapshots = snapshot;
+    qwen_live_add(&model->snapshots, &snapshot->link);
     *out = (gufo_text_snapshot *)memory;
     return GUFO_OK;
 }
@@ -275,12 +258,7 @@ void qwen_snapshot_destroy(gufo_model *handle, gufo_text_snapshot *snapshot_hand
     qwen_snapshot *snapshot = (qwen_snapshot *)(void *)snapshot_handle;
     if (!model || !snapshot)
         return;
-    if (snapshot->prev)
-        snapshot->prev->next = snapshot->next;
-    else
-        model->snapshots = snapshot->next;
-    if (snapshot->next)
-        snapshot->next->prev = snapshot->prev;
+    qwen_live_remove(&model->snapshots, &snapshot->link);
     qwen_kv_release(model->memory, &snapshot->kv);
     gufo_memory_free(model->memory, snapshot);
 }
@@ -294,8 +272,8 @@ uint32_t qwen_snapshot_length(gufo_model *handle, const gufo_text_snapshot *snap
 void qwen_release_all(qwen_model *model)
 {
     gufo_model *handle = qwen_to_handle(model);
-    while (model->sessions)
-        qwen_session_destroy(handle, (gufo_text_session *)(void *)model->sessions);
-    while (model->snapshots)
-        qwen_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->snapshots);
+    while (model->sessions.head)
+        qwen_session_destroy(handle, (gufo_text_session *)(void *)model->sessions.head);
+    while (model->snapshots.head)
+        qwen_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->snapshots.head);
 }

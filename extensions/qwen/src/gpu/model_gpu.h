@@ -17,6 +17,7 @@
 #include <gufo/ext/experimental/graph.h>
 
 #include "../hparams.h"
+#include "../live_sessions.h"
 #include "../text_iface.h"
 #include "../tokenizer.h"
 #include "gpu_kernels.h"
@@ -88,7 +89,7 @@ typedef struct qwen_gpu_model {
     bool flash_prefill;          /* prefill attention on the tensor cores (bf16 prefill, a supported head) */
     gufo_x_graph_cache *graphs;  /* decode steps, keyed by batch size and sampling mode */
     bool use_graphs;
-    uint32_t context_length, max_batch, max_prefill_chunk, max_sessions, live_sessions;
+    uint32_t context_length, max_batch, max_prefill_chunk, max_sessions;
     uint64_t file_size;
     uint32_t file_type;
     uint64_t table_checksum;
@@ -97,8 +98,8 @@ typedef struct qwen_gpu_model {
     qwen_gpu_sampling *sampling_host;
     int32_t *tokens_host;
     float *logits_host;          /* max_out x n_vocab, for host-side sampling */
-    qwen_gpu_session *sessions;
-    qwen_gpu_snapshot *snapshots;
+    qwen_live_list sessions;     /* every live session, so destroy frees them */
+    qwen_live_list snapshots;    /* every live snapshot, likewise */
 } qwen_gpu_model;
 _Static_assert(offsetof(qwen_gpu_model, text) == 0,
                "the text-side slots read a qwen_gpu_model as a qwen_text_model");

@@ -275,7 +275,7 @@ static gufo_status qwen_gpu_cache_identity(gufo_model *handle, gufo_text_buffer 
     return gufo_text_buffer_append(out, text, (size_t)n);
 }
 
-/* ---- text side: the same code as qwen-cpu ------------------------------------- */
+/* ---- the interface table (the text side is text_iface.c's, shared with qwen-cpu) ---- */
 
 static const gufo_text_generation_iface qwen_gpu_iface = {
     .struct_size = sizeof(gufo_text_generation_iface),

@@ -14,6 +14,7 @@
  * requests with repetition/presence/frequency penalties copy their logits to
  * the host and use the host's sampler, which owns the penalty window.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "model_gpu.h"
@@ -24,14 +25,16 @@ typedef struct qwen_gpu_kv {
 } qwen_gpu_kv;
 
 struct qwen_gpu_session {
-    qwen_gpu_session *prev, *next;
+    qwen_live_link link; /* first: in the model's list of live sessions */
     qwen_gpu_kv kv;
 };
+_Static_assert(offsetof(struct qwen_gpu_session, link) == 0, "a live list's head is its qwen_gpu_session");
 
 struct qwen_gpu_snapshot {
-    qwen_gpu_snapshot *prev, *next;
+    qwen_live_link link; /* first: in the model's list of live snapshots */
     qwen_gpu_kv kv;
 };
+_Static_assert(offsetof(struct qwen_gpu_snapshot, link) == 0, "a live list's head is its qwen_gpu_snapshot");
 
 static qwen_gpu_session *session_of(gufo_text_session *handle)
 {
@@ -118,30 +121,20 @@ gufo_status qwen_gpu_session_create(gufo_model *handle, const gufo_session_param
     qwen_gpu_model *model = qwen_gpu_from_handle(handle);
     if (!model || !out)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu session_create: NULL model or output");
-    uint32_t context = model->context_length;
-    if (params && QWEN_GPU_HAS_FIELD(gufo_session_params, params, context_length) && params->context_length) {
-        if (params->context_length > model->context_length)
-            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
-                                  "qwen-gpu session_create: context %u asked, the model holds at most %u",
-                                  params->context_length, model->context_length);
-        context = params->context_length;
-    }
-    if (model->max_sessions && model->live_sessions >= model->max_sessions)
-        return gufo_error_set(err, GUFO_E_LIMIT, "qwen-gpu session_create: all %u sessions are in use",
-                              model->max_sessions);
+    uint32_t context = 0;
+    gufo_status st = qwen_session_admit("qwen-gpu", model->context_length, model->max_sessions, &model->sessions,
+                                        params, &context, err);
+    if (st != GUFO_OK)
+        return st;
     void *memory = NULL;
-    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, sizeof(qwen_gpu_session), 0, "kv-cache",
+    st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, sizeof(qwen_gpu_session), 0, "kv-cache",
                                        &memory, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu session of %u tokens", context);
     qwen_gpu_session *session = memory;
     memset(session, 0, sizeof *session);
     session->kv.context = context;
-    session->next = model->sessions;
-    if (model->sessions)
-        model->sessions->prev = session;
-    model->sessions = session;
-    model->live_sessions++;
+    qwen_live_add(&model->sessions, &session->link);
     *out = (gufo_text_session *)memory;
     return GUFO_OK;
 }
@@ -152,13 +145,7 @@ void qwen_gpu_session_destroy(gufo_model *handle, gufo_text_session *session_han
     qwen_gpu_session *session = session_of(session_handle);
     if (!model || !session)
         return;
-    if (session->prev)
-        session->prev->next = session->next;
-    else
-        model->sessions = session->next;
-    if (session->next)
-        session->next->prev = session->prev;
-    model->live_sessions--;
+    qwen_live_remove(&model->sessions, &session->link);
     kv_release(model, &session->kv);
     gufo_memory_free(model->memory, session);
 }
@@ -396,10 +383,7 @@ gufo_status qwen_gpu_snapshot_take(gufo_model *handle, const gufo_text_session *
         }
     }
     snapshot->kv.length = session->kv.length;
-    snapshot->next = model->snapshots;
-    if (model->snapshots)
-        model->snapshots->prev = snapshot;
-    model->snapshots = snapshot;
+    qwen_live_add(&model->snapshots, &snapshot->link);
     *out = (gufo_text_snapshot *)memory;
     return GUFO_OK;
 }
@@ -437,12 +421,7 @@ void qwen_gpu_snapshot_destroy(gufo_model *handle, gufo_text_snapshot *snapshot_
     qwen_gpu_snapshot *snapshot = (qwen_gpu_snapshot *)(void *)snapshot_handle;
     if (!model || !snapshot)
         return;
-    if (snapshot->prev)
-        snapshot->prev->next = snapshot->next;
-    else
-        model->snapshots = snapshot->next;
-    if (snapshot->next)
-        snapshot->next->prev = snapshot->prev;
+    qwen_live_remove(&model->snapshots, &snapshot->link);
     kv_release(model, &snapshot->kv);
     gufo_memory_free(model->memory, snapshot);
 }
@@ -456,8 +435,8 @@ uint32_t qwen_gpu_snapshot_length(gufo_model *handle, const gufo_text_snapshot *
 void qwen_gpu_release_all(qwen_gpu_model *model)
 {
     gufo_model *handle = qwen_gpu_to_handle(model);
-    while (model->sessions)
-        qwen_gpu_session_destroy(handle, (gufo_text_session *)(void *)model->sessions);
-    while (model->snapshots)
-        qwen_gpu_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->snapshots);
+    while (model->sessions.head)
+        qwen_gpu_session_destroy(handle, (gufo_text_session *)(void *)model->sessions.head);
+    while (model->snapshots.head)
+        qwen_gpu_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->snapshots.head);
 }
