@@ -45,6 +45,7 @@
 
 #include <gufo_manifest_qwen.h>
 
+#include "golden_rewrite.h"
 #include "logit_compare.h"
 
 gufo_status gufo_ext_qwen_cpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err);
@@ -70,68 +71,13 @@ static const char *golden_dir, *scratch_dir;
 
 /* ---- quantized variants of a golden model ------------------------------------ */
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 /* Writes golden `name` with every matrix in `type` (Q4_K_M: Q4_K, with
- * attn_v, ffn_down and the tied embedding in Q6_K, as llama.cpp mixes them). */
+ * attn_v, ffn_down and the embeddings in Q6_K, as llama.cpp mixes them). */
 static bool quantize(const char *name, gufo_tensor_type type, bool q4_k_m, const char *out_name, char *out_path,
                      size_t cap)
 {
-    char src_path[1024];
-    snprintf(src_path, sizeof src_path, "%s/%s.gguf", golden_dir, name);
-    snprintf(out_path, cap, "%s/%s", scratch_dir, out_name);
-    gufo_gguf *src = NULL;
-    gufo_gguf_writer *w = NULL;
-    gufo_status st = gufo_gguf_open(src_path, GUFO_GGUF_OPEN_MAP, &src, &err);
-    if (st == GUFO_OK)
-        st = gufo_gguf_writer_create(&w);
-    for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_kv_count(src); i++) {
-        const char *key;
-        gufo_gguf_value v;
-        st = gufo_gguf_kv_at(src, i, &key, &v);
-        if (st == GUFO_OK && strcmp(key, "general.alignment") != 0)
-            st = gufo_gguf_writer_copy_value(w, key, src, &v);
-    }
-    for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_tensor_count(src); i++) {
-        gufo_tensor_info t;
-        const void *data = NULL;
-        st = gufo_gguf_tensor_at(src, i, &t);
-        if (st == GUFO_OK)
-            st = gufo_gguf_tensor_data(src, &t, &data, &err);
-        if (st != GUFO_OK)
-            break;
-        if (t.n_dims != 2) {
-            st = gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, t.dims, data);
-            continue;
-        }
-        gufo_tensor_type want = type;
-        if (q4_k_m && (ends_with(t.name, "attn_v.weight") || ends_with(t.name, "ffn_down.weight") ||
-                       strcmp(t.name, "token_embd.weight") == 0 || strcmp(t.name, "output.weight") == 0))
-            want = GUFO_TENSOR_Q6_K;
-        const uint64_t cols = t.dims[0], rows = t.dims[1];
-        const uint64_t qrow = gufo_tensor_row_size(want, cols), srow = gufo_tensor_row_size(t.type, cols);
-        float *values = malloc(cols * sizeof(float));
-        uint8_t *packed = malloc(qrow * rows);
-        for (uint64_t r = 0; r < rows && st == GUFO_OK; r++) {
-            st = gufo_tensor_dequantize(t.type, (const uint8_t *)data + r * srow, values, cols);
-            if (st == GUFO_OK)
-                st = gufo_tensor_quantize(want, values, packed + r * qrow, cols);
-        }
-        if (st == GUFO_OK)
-            st = gufo_gguf_writer_add_tensor(w, t.name, want, 2, t.dims, packed);
-        free(values);
-        free(packed);
-    }
-    if (st == GUFO_OK)
-        st = gufo_gguf_writer_write(w, out_path, &err);
-    gufo_gguf_writer_destroy(w);
-    gufo_gguf_close(src);
-    GUFO_CHECK_STATUS(st, GUFO_OK, &err);
-    return st == GUFO_OK;
+    const edit e = {.mode = MATRIX_QUANTIZE, .type = type, .q4_k_m = q4_k_m};
+    return golden_rewrite(golden_dir, name, scratch_dir, out_name, &e, out_path, cap, &err);
 }
 
 /* ---- driving a provider ------------------------------------------------------- */

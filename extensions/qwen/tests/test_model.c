@@ -23,6 +23,7 @@
 
 #include <gufo_manifest_qwen.h>
 
+#include "golden_rewrite.h"
 #include "logit_compare.h"
 
 #define EXPECT_OK(call) GUFO_CHECK_STATUS(call, GUFO_OK, &err)
@@ -95,117 +96,6 @@ static size_t json_ids(const cJSON *array, gufo_token *out, size_t cap)
         n++;
     }
     return n;
-}
-
-/* ---- GGUF rewriting ------------------------------------------------------------ */
-
-typedef enum matrix_mode {
-    MATRIX_KEEP,      /* copy bytes as they are */
-    MATRIX_QUANTIZE,  /* store in `type` */
-    MATRIX_ROUNDTRIP  /* store as F32 the values `type` would decode to */
-} matrix_mode;
-
-typedef struct edit {
-    matrix_mode mode;
-    gufo_tensor_type type;
-    bool q4_k_m;                 /* Q4_K, but attn_v, ffn_down and output in Q6_K (llama.cpp's mix) */
-    const char *drop_key;
-    const char *drop_tensor;
-    const char *retype_tensor;   /* stored in retype (zero bytes) */
-    gufo_tensor_type retype;
-    const char *transpose_tensor;/* dims swapped (same bytes) */
-    bool drop_last_token;        /* tokenizer.ggml.tokens one short */
-} edit;
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-/* Writes one tensor of `src` to `w` as `e` asks. */
-static gufo_status copy_tensor(gufo_gguf_writer *w, const gufo_gguf *src, const gufo_tensor_info *t, const edit *e)
-{
-    const void *data = NULL;
-    gufo_status st = gufo_gguf_tensor_data(src, t, &data, &err);
-    if (st != GUFO_OK)
-        return st;
-    uint64_t dims[GUFO_GGUF_MAX_DIMS];
-    memcpy(dims, t->dims, sizeof dims);
-    if (e->retype_tensor && strcmp(t->name, e->retype_tensor) == 0) {
-        uint64_t bytes = gufo_tensor_row_size(e->retype, dims[0]) * (t->n_elements / dims[0]);
-        void *zeros = calloc(1, bytes ? bytes : 1);
-        st = gufo_gguf_writer_add_tensor(w, t->name, e->retype, t->n_dims, dims, zeros);
-        free(zeros);
-        return st;
-    }
-    if (e->transpose_tensor && strcmp(t->name, e->transpose_tensor) == 0) {
-        dims[0] = t->dims[1];
-        dims[1] = t->dims[0];
-        return gufo_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, dims, data);
-    }
-    if (t->n_dims != 2 || e->mode == MATRIX_KEEP)
-        return gufo_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, dims, data);
-
-    gufo_tensor_type type = e->type;
-    if (e->q4_k_m && (ends_with(t->name, "attn_v.weight") || ends_with(t->name, "ffn_down.weight") ||
-                      strcmp(t->name, "output.weight") == 0 || strcmp(t->name, "token_embd.weight") == 0))
-        type = GUFO_TENSOR_Q6_K;
-    const uint64_t cols = t->dims[0], rows = t->n_elements / cols;
-    const uint64_t qrow = gufo_tensor_row_size(type, cols), srow = gufo_tensor_row_size(t->type, cols);
-    float *values = malloc(cols * sizeof(float));
-    uint8_t *packed = malloc(qrow * rows);
-    float *round = malloc(cols * rows * sizeof(float));
-    for (uint64_t r = 0; r < rows && st == GUFO_OK; r++) {
-        st = gufo_tensor_dequantize(t->type, (const uint8_t *)data + r * srow, values, cols);
-        if (st == GUFO_OK)
-            st = gufo_tensor_quantize(type, values, packed + r * qrow, cols);
-        if (st == GUFO_OK)
-            st = gufo_tensor_dequantize(type, packed + r * qrow, round + r * cols, cols);
-    }
-    if (st == GUFO_OK)
-        st = e->mode == MATRIX_QUANTIZE ? gufo_gguf_writer_add_tensor(w, t->name, type, 2, dims, packed)
-                                        : gufo_gguf_writer_add_tensor(w, t->name, GUFO_TENSOR_F32, 2, dims, round);
-    free(values);
-    free(packed);
-    free(round);
-    return st;
-}
-
-/* Copies golden `name`.gguf to SCRATCH/`out_name` with the edits in `e`. */
-static bool rewrite(const char *name, const char *out_name, const edit *e, char *out_path, size_t cap)
-{
-    char src_path[1024];
-    snprintf(src_path, sizeof src_path, "%s/%s.gguf", golden_dir, name);
-    path_in(out_path, cap, scratch_dir, out_name);
-    gufo_gguf *src = NULL;
-    gufo_gguf_writer *w = NULL;
-    gufo_status st = gufo_gguf_open(src_path, GUFO_GGUF_OPEN_MAP, &src, &err);
-    if (st == GUFO_OK)
-        st = gufo_gguf_writer_create(&w);
-    for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_kv_count(src); i++) {
-        const char *key;
-        gufo_gguf_value v;
-        st = gufo_gguf_kv_at(src, i, &key, &v);
-        if (st != GUFO_OK || strcmp(key, "general.alignment") == 0 || (e->drop_key && strcmp(key, e->drop_key) == 0))
-            continue;
-        if (e->drop_last_token && strcmp(key, "tokenizer.ggml.tokens") == 0)
-            v.count--;
-        st = gufo_gguf_writer_copy_value(w, key, src, &v);
-    }
-    for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_tensor_count(src); i++) {
-        gufo_tensor_info t;
-        st = gufo_gguf_tensor_at(src, i, &t);
-        if (st != GUFO_OK || (e->drop_tensor && strcmp(t.name, e->drop_tensor) == 0))
-            continue;
-        st = copy_tensor(w, src, &t, e);
-    }
-    if (st == GUFO_OK)
-        st = gufo_gguf_writer_write(w, out_path, &err);
-    gufo_gguf_writer_destroy(w);
-    gufo_gguf_close(src);
-    GUFO_CHECK_STATUS(st, GUFO_OK, &err);
-    return st == GUFO_OK;
 }
 
 /* ---- driving the provider -------------------------------------------------------- */
@@ -451,7 +341,8 @@ static void test_quantized(void)
         snprintf(fname, sizeof fname, "%s-%s-f32.gguf", name, kinds[k].label);
         edit quant = {.mode = MATRIX_QUANTIZE, .type = kinds[k].type, .q4_k_m = kinds[k].mix};
         edit round = {.mode = MATRIX_ROUNDTRIP, .type = kinds[k].type, .q4_k_m = kinds[k].mix};
-        if (!rewrite(name, qname, &quant, qpath, sizeof qpath) || !rewrite(name, fname, &round, fpath, sizeof fpath))
+        if (!golden_rewrite(golden_dir, name, scratch_dir, qname, &quant, qpath, sizeof qpath, &err) ||
+            !golden_rewrite(golden_dir, name, scratch_dir, fname, &round, fpath, sizeof fpath, &err))
             continue;
         size_t nq = 0, nf = 0;
         float *q = all_positions(qpath, &ref, &nq);
@@ -739,7 +630,7 @@ static void expect_refused(const char *golden, const char *label, const edit *e,
 {
     char out_name[128], path[1024];
     snprintf(out_name, sizeof out_name, "bad-%s.gguf", label);
-    if (!rewrite(golden, out_name, e, path, sizeof path))
+    if (!golden_rewrite(golden_dir, golden, scratch_dir, out_name, e, path, sizeof path, &err))
         return;
     gufo_artifact *artifact = NULL;
     EXPECT_OK(gufo_artifact_open(path, &artifact, &err));
