@@ -108,6 +108,21 @@ static gufo_status staging_init(qwen_gpu_model *model, gufo_error *err)
     return GUFO_OK;
 }
 
+/* Option `name` of the manifest (`fallback`, its default, unless the host set
+ * it), one of two values: *first is whether it is `first_value`. */
+static gufo_status read_choice(const gufo_model_params *params, const char *name, const char *fallback,
+                               const char *first_value, const char *second_value, bool *first, gufo_error *err)
+{
+    const char *value = fallback;
+    if (params->options)
+        (void)gufo_options_get_string(params->options, name, &value);
+    if (strcmp(value, first_value) != 0 && strcmp(value, second_value) != 0)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "option --%s: '%s' is neither %s nor %s", name, value,
+                              first_value, second_value);
+    *first = strcmp(value, first_value) == 0;
+    return GUFO_OK;
+}
+
 static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *params, gufo_model **out,
                                    gufo_error *err)
 {
@@ -153,28 +168,18 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
     if (gufo_gguf_get_u32(model->gguf, "general.file_type", &model->file_type, NULL) != GUFO_OK)
         model->file_type = UINT32_MAX;
     model->table_checksum = qwen_tensor_table_checksum(model->gguf);
-    /* Option qwen-gpu-prefill: the manifest's default unless the host set it. */
-    const char *prefill = GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_DEFAULT;
-    if (params->options)
-        (void)gufo_options_get_string(params->options, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME, &prefill);
-    if (strcmp(prefill, "bf16") != 0 && strcmp(prefill, "fp32") != 0) {
-        st = gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "option --%s: '%s' is neither bf16 nor fp32",
-                            GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME, prefill);
+    st = read_choice(params, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME,
+                     GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_DEFAULT, "bf16", "fp32", &model->prefill_bf16, err);
+    if (st != GUFO_OK)
         goto fail;
-    }
-    model->prefill_bf16 = strcmp(prefill, "bf16") == 0;
     model->flash_prefill = model->prefill_bf16 && qwen_gpu_attention_prefill_supported(&model->dims);
-    /* Option qwen-gpu-decode: int8 activations (q8) unless the host asked for fp32. */
-    const char *decode = GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_DEFAULT;
-    if (params->options)
-        (void)gufo_options_get_string(params->options, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_NAME, &decode);
-    if (strcmp(decode, "q8") != 0 && strcmp(decode, "fp32") != 0) {
-        st = gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "option --%s: '%s' is neither q8 nor fp32",
-                            GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_NAME, decode);
+    bool decode_q8 = false;
+    st = read_choice(params, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_NAME,
+                     GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_DEFAULT, "q8", "fp32", &decode_q8, err);
+    if (st != GUFO_OK)
         goto fail;
-    }
     /* int8 blocks hold 32 values: every product input must be a whole number of them. */
-    model->decode_q8 = strcmp(decode, "q8") == 0 && hp->n_embd % 32 == 0 && hp->n_ff % 32 == 0 &&
+    model->decode_q8 = decode_q8 && hp->n_embd % 32 == 0 && hp->n_ff % 32 == 0 &&
                        (hp->n_head * hp->head_dim_k) % 32 == 0;
     /* QWEN_GPU_GRAPHS=0 launches decode steps kernel by kernel (for comparing and debugging). */
     const char *graphs = getenv("QWEN_GPU_GRAPHS");
