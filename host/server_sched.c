@@ -100,6 +100,25 @@ struct srv_sched {
 
 /* ---- jobs ----------------------------------------------------------------- */
 
+/*
+ * A condition variable whose timed waits read CLOCK_MONOTONIC, the clock every
+ * deadline here is computed on. With the default (CLOCK_REALTIME) a monotonic
+ * deadline lies decades in the past, so each timed wait returned at once and
+ * every waiting connection thread spun.
+ */
+static int monotonic_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t attr;
+    int rc = pthread_condattr_init(&attr);
+    if (rc != 0)
+        return rc;
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
 srv_job *srv_job_create(const srv_job_params *params)
 {
     srv_job *job = calloc(1, sizeof *job);
@@ -112,7 +131,7 @@ srv_job *srv_job_create(const srv_job_params *params)
     job->max_tokens = params->max_tokens;
     job->timeout_ms = params->timeout_ms;
     bool ok = pthread_mutex_init(&job->mu, NULL) == 0;
-    if (ok && pthread_cond_init(&job->cv, NULL) != 0) {
+    if (ok && monotonic_cond_init(&job->cv) != 0) {
         pthread_mutex_destroy(&job->mu);
         ok = false;
     }
@@ -193,6 +212,7 @@ static bool job_expired(const srv_job *job, uint64_t now)
     return job->deadline_ns != 0 && now >= job->deadline_ns;
 }
 
+/* `ms` from now on CLOCK_MONOTONIC: the clock job->cv's timed waits use (monotonic_cond_init). */
 static void deadline_after(struct timespec *ts, int ms)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
@@ -1002,10 +1022,12 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
         return HOST_EXIT_FAILURE;
     }
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
+    /* Its waits are untimed today; on the deadlines' clock all the same, should one get a timeout. */
+    bool have_cv = monotonic_cond_init(&s->cv) == 0;
+    if (!have_cv || pthread_create(&s->thread, NULL, sched_main, s) != 0) {
         host_error("cannot start the scheduler thread");
-        pthread_cond_destroy(&s->cv);
+        if (have_cv)
+            pthread_cond_destroy(&s->cv);
         pthread_mutex_destroy(&s->mu);
         gufo_text_buffer_destroy(s->piece);
         srv_cache_destroy(s->cache);

@@ -1,0 +1,64 @@
+// tests/server/hardening_test.mjs — `gufo serve` against clients that wait,
+// sampling that holds text back, slow clients and requests the HTTP layer
+// itself refuses (issue 11).
+//
+//   node hardening_test.mjs GROUP   (GROUP: waiting)
+//
+// Environment and exit codes as server_test.mjs (harness.mjs).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import {
+  MODEL_ID, startServer, stopServer, post, runGroups,
+} from './harness.mjs';
+
+async function stopClean(server) {
+  const st = await stopServer(server);
+  assert.equal(st.code, 0, `server exit ${JSON.stringify(st)}:\n${server.stderr}`);
+  assert.ok(!/Sanitizer|runtime error/.test(server.stderr), server.stderr);
+}
+
+// CPU seconds (user + system) the process has used so far, from /proc/PID/stat.
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100 on Linux)
+}
+
+// ---- waiting threads sleep ---------------------------------------------------
+
+// One session, so of N requests sent at once N-1 wait for it: the same work as
+// N in a row. A connection thread that waits for its job must sleep; when its
+// timed wait returns at once (a deadline on one clock, a condition variable on
+// another) every waiting thread spins, and the server burns several times the
+// CPU of the same requests in a row (and steals it from the model's steps).
+// CPU time, not wall time, is compared: it counts the server's own work
+// whatever else loads the machine.
+async function groupWaiting() {
+  const server = await startServer(['--sessions', '1', '--threads', '1', '--queue', '64']);
+  try {
+    const N = 24;
+    const request = (i) => ({ model: MODEL_ID, messages: [{ role: 'user', content: `Question ${i}: go on.` }],
+      max_tokens: 200, temperature: 0 });
+    const pid = server.child.pid;
+    // Warm up (first-request costs), then the same requests in a row and all at once.
+    assert.equal((await post(server, '/v1/chat/completions', request(0))).status, 200);
+    let cpu0 = cpuSeconds(pid);
+    let t0 = Date.now();
+    for (let i = 0; i < N; i++) assert.equal((await post(server, '/v1/chat/completions', request(i))).status, 200);
+    const serial = { cpu: cpuSeconds(pid) - cpu0, ms: Date.now() - t0 };
+    cpu0 = cpuSeconds(pid);
+    t0 = Date.now();
+    const all = await Promise.all(Array.from({ length: N }, (_, i) => post(server, '/v1/chat/completions', request(i))));
+    const together = { cpu: cpuSeconds(pid) - cpu0, ms: Date.now() - t0 };
+    for (const r of all) assert.equal(r.status, 200, r.text);
+    console.log(`waiting: ${N} requests in a row ${serial.ms} ms, ${serial.cpu.toFixed(2)} s CPU; ` +
+      `at once ${together.ms} ms, ${together.cpu.toFixed(2)} s CPU`);
+    // Clock ticks are 10 ms: allow a little besides the factor.
+    assert.ok(together.cpu <= 1.5 * serial.cpu + 0.15,
+      `${N} requests at once cost ${together.cpu.toFixed(2)} s of server CPU, in a row ${serial.cpu.toFixed(2)} s: ` +
+      'waiting connection threads are not sleeping');
+  } finally {
+    await stopClean(server);
+  }
+}
+
+await runGroups('hardening_test.mjs', { waiting: groupWaiting });
