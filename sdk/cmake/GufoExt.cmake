@@ -590,6 +590,10 @@ function(_gufo_check_extension name problems_var)
                 endif()
             endforeach()
         endforeach()
+        # A directory or link item can appear in several properties (a static
+        # library's PRIVATE links reappear in INTERFACE_LINK_LIBRARIES as
+        # $<LINK_ONLY:...>): each is judged, and refused, once.
+        list(REMOVE_DUPLICATES include_dirs)
         foreach(dir IN LISTS include_dirs)
             if(dir MATCHES "^\\$<INSTALL_INTERFACE:")
                 continue()  # not used by this build
@@ -635,8 +639,9 @@ function(_gufo_check_extension name problems_var)
                 endif()
             endforeach()
         endforeach()
+        list(TRANSFORM links REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1")
+        list(REMOVE_DUPLICATES links)
         foreach(item IN LISTS links)
-            string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" item "${item}")
             if(item MATCHES "\\$<")
                 _gufo_problem(problems "${where}: target '${target}' links '${item}' through a generator expression, "
                                        "which the SDK cannot check")

@@ -242,13 +242,18 @@ class Context:
 
     def __init__(self, source_dir, schema_dir):
         self.source_dir = Path(source_dir).resolve() if source_dir else None
+        # A standalone build (gufo_extension_standalone) has the extension itself
+        # as its source tree, where relative paths would be bare ("extension.json")
+        # and say nothing about which extension is meant: show those whole.
+        self.relative = self.source_dir is not None and not (self.source_dir / "extension.json").is_file()
         self.schema_dir = Path(schema_dir)
         self._validators = {}
 
     def show(self, path):
-        """A path as users should read it: relative to the source tree when inside it."""
+        """A path as users should read it: relative to the source tree when inside it
+        (except in a standalone extension build, where it is shown whole)."""
         path = Path(path).resolve()
-        if self.source_dir and path != self.source_dir:
+        if self.relative and path != self.source_dir:
             try:
                 return path.relative_to(self.source_dir).as_posix()
             except ValueError:
@@ -303,58 +308,105 @@ def value_text(value, option_type):
     return str(value)
 
 
+def _objects(value):
+    """(index, item) of the objects in a JSON array; nothing when `value` is not an array.
+
+    The semantic rules run on manifests the schema refused too (so one configure
+    reports every mistake), and read only the parts that have the expected shape."""
+    return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _text(obj, key):
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _is_file(path):
+    """Path.is_file() that answers False for names the OS refuses (too long, NUL bytes)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _resolved(path):
+    try:
+        return Path(path).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
 def semantic_problems(manifest, directory, shown):
-    """Rules the schema cannot express. `manifest` has passed the schema."""
+    """Rules the schema cannot express.
+
+    Runs on any JSON object, also one the schema refused: each rule reads only
+    fields of the expected type, and leaves the others to the schema's messages."""
     problems = []
-    name = manifest["name"]
-    if directory.name != name:
+    name = _text(manifest, "name")
+    if name is not None and directory.name != name:
         problems.append(f"{shown}: name: '{name}' must equal the name of its directory '{directory.name}'")
     if not (directory / "extension.cmake").is_file():
         problems.append(f"{shown}: extension.cmake is missing next to the manifest (it holds the extension's "
                         "build logic)")
 
     kinds = {}
-    for i, target in enumerate(manifest["targets"]):
-        tname = target["name"]
+    for i, target in _objects(manifest.get("targets")):
+        tname = _text(target, "name")
+        if tname is None:
+            continue
         if tname in kinds:
             problems.append(f"{shown}: targets[{i}].name: '{tname}' is declared twice")
-        kinds[tname] = target["kind"]
-        if tname != name and not tname.startswith(name + "_"):
+        kinds[tname] = _text(target, "kind")
+        if name is not None and tname != name and not tname.startswith(name + "_"):
             problems.append(f"{shown}: targets[{i}].name: '{tname}' must be '{name}' or start with '{name}_', "
                             "so target names from different extensions cannot clash")
+    targets_readable = isinstance(manifest.get("targets"), list)
 
     def check_library(where, tname):
+        if tname is None or not targets_readable:
+            return
         if tname not in kinds:
             problems.append(f"{shown}: {where}: '{tname}' is not declared in targets")
-        elif kinds[tname] != "library":
+        elif kinds[tname] is not None and kinds[tname] != "library":
             problems.append(f"{shown}: {where}: '{tname}' is declared with kind '{kinds[tname]}', but entry "
                             "functions must live in a library target")
 
-    check_library("target", manifest["target"])
-    entries = {manifest["entry"]: "the extension entry"}
+    check_library("target", _text(manifest, "target"))
+    entries = {}
+    if _text(manifest, "entry") is not None:
+        entries[manifest["entry"]] = "the extension entry"
     ids = set()
-    for i, provider in enumerate(manifest["providers"]):
-        check_library(f"providers[{i}].target", provider["target"])
-        if provider["id"] in ids:
-            problems.append(f"{shown}: providers[{i}].id: '{provider['id']}' is declared twice")
-        ids.add(provider["id"])
-        entry = provider["entry"]
+    for i, provider in _objects(manifest.get("providers")):
+        check_library(f"providers[{i}].target", _text(provider, "target"))
+        pid = _text(provider, "id")
+        if pid is not None:
+            if pid in ids:
+                problems.append(f"{shown}: providers[{i}].id: '{pid}' is declared twice")
+            ids.add(pid)
+        entry = _text(provider, "entry")
+        if entry is None:
+            continue
         if entry in entries:
             problems.append(f"{shown}: providers[{i}].entry: '{entry}' is already {entries[entry]}: each entry "
                             "function fills one provider (or sets up the extension), so each needs its own name")
         else:
-            entries[entry] = f"the entry of provider '{provider['id']}'"
+            entries[entry] = f"the entry of provider '{pid}'"
 
     option_names = set()
-    for i, option in enumerate(manifest.get("options", [])):
-        oname, otype = option["name"], option["type"]
-        if oname in RESERVED_OPTIONS:
-            problems.append(f"{shown}: options[{i}].name: '{oname}' is reserved by the host "
-                            f"(reserved: {', '.join(RESERVED_OPTIONS)})")
-        if oname in option_names:
-            problems.append(f"{shown}: options[{i}].name: '{oname}' is declared twice")
-        option_names.add(oname)
+    for i, option in _objects(manifest.get("options")):
+        oname, otype = _text(option, "name"), _text(option, "type")
+        if oname is not None:
+            if oname in RESERVED_OPTIONS:
+                problems.append(f"{shown}: options[{i}].name: '{oname}' is reserved by the host "
+                                f"(reserved: {', '.join(RESERVED_OPTIONS)})")
+            if oname in option_names:
+                problems.append(f"{shown}: options[{i}].name: '{oname}' is declared twice")
+            option_names.add(oname)
+        if otype not in OPTION_TYPE_ENUM:
+            continue  # the schema names the type problem; values cannot be judged against it
         values = option.get("values")
+        if not isinstance(values, list):
+            values = None
         for j, value in enumerate(values or []):
             if not value_has_type(value, otype):
                 problems.append(f"{shown}: options[{i}].values[{j}]: {json.dumps(value)} is not of the "
@@ -368,32 +420,39 @@ def semantic_problems(manifest, directory, shown):
                 problems.append(f"{shown}: options[{i}].default: {json.dumps(default)} is not one of the "
                                 f"option's values {json.dumps(values)}")
 
-    if name in manifest.get("depends", []):
+    depends = manifest.get("depends")
+    if name is not None and isinstance(depends, list) and name in depends:
         problems.append(f"{shown}: depends: an extension cannot depend on itself")
 
     # Conformance data: what the manifest names must be there (a generated
     # artifact appears only when the extension is built, so it is not checked).
-    for i, artifact in enumerate(manifest.get("conformance", [])):
-        if not artifact.get("generated", False) and not (directory / artifact["path"]).is_file():
-            problems.append(f"{shown}: conformance[{i}].path: '{artifact['path']}' does not exist "
+    for i, artifact in _objects(manifest.get("conformance")):
+        path = _text(artifact, "path")
+        if path is not None and artifact.get("generated", False) is not True and not _is_file(directory / path):
+            problems.append(f"{shown}: conformance[{i}].path: '{path}' does not exist "
                             "(relative to the extension's directory; set \"generated\": true for a file the "
                             "build writes)")
-        if "reference" in artifact and not (directory / artifact["reference"]).is_file():
-            problems.append(f"{shown}: conformance[{i}].reference: '{artifact['reference']}' does not "
+        reference = _text(artifact, "reference")
+        if reference is not None and not _is_file(directory / reference):
+            problems.append(f"{shown}: conformance[{i}].reference: '{reference}' does not "
                             "exist (relative to the extension's directory)")
 
     fragment_names = set()
     root = directory.resolve()
-    for i, test in enumerate(manifest.get("tests", [])):
-        if test["name"] in fragment_names:
-            problems.append(f"{shown}: tests[{i}].name: '{test['name']}' is declared twice")
-        fragment_names.add(test["name"])
-        fragment = (directory / test["fragment"]).resolve()
-        if root != fragment and root not in fragment.parents:
-            problems.append(f"{shown}: tests[{i}].fragment: '{test['fragment']}' is outside the extension's "
+    for i, test in _objects(manifest.get("tests")):
+        tname, fragment_text = _text(test, "name"), _text(test, "fragment")
+        if tname is not None:
+            if tname in fragment_names:
+                problems.append(f"{shown}: tests[{i}].name: '{tname}' is declared twice")
+            fragment_names.add(tname)
+        if fragment_text is None:
+            continue
+        fragment = _resolved(directory / fragment_text)
+        if fragment is not None and root != fragment and root not in fragment.parents:
+            problems.append(f"{shown}: tests[{i}].fragment: '{fragment_text}' is outside the extension's "
                             "directory")
-        elif not fragment.is_file():
-            problems.append(f"{shown}: tests[{i}].fragment: '{test['fragment']}' does not exist in the "
+        elif fragment is None or not _is_file(fragment):
+            problems.append(f"{shown}: tests[{i}].fragment: '{fragment_text}' does not exist in the "
                             "extension's directory")
     return problems
 
@@ -417,27 +476,34 @@ class Extension:
 
 
 def load_extension(ctx, directory):
-    """Returns (extension, problems); the manifest is set only when it is valid."""
+    """Returns (extension, problems); the manifest is set only when it is valid.
+
+    Every problem of the manifest comes back at once: the schema's, the
+    semantic rules' (which read what is well-formed even when the schema
+    refused something else) and those of the conformance reference data."""
     ext = Extension(ctx, directory)
     try:
         document = load_json(ext.manifest_path, ext.shown)
     except SdkError as e:
         return ext, e.problems
     problems = ctx.schema_problems("extension.schema.json", document, ext.shown)
-    if not problems:
-        problems = semantic_problems(document, ext.dir, ext.shown)
-    if not problems:
-        # Conformance reference data is checked as early as the manifest, so a
-        # malformed golden file fails the configure, not a test run later.
-        for artifact in document.get("conformance", []):
-            if "reference" in artifact and (ctx.schema_dir / "conformance-reference.schema.json").is_file():
-                ref = ext.dir / artifact["reference"]
-                try:
-                    data = load_json(ref, ctx.show(ref))
-                except SdkError as e:
-                    problems += e.problems
-                    continue
-                problems += ctx.schema_problems("conformance-reference.schema.json", data, ctx.show(ref))
+    if not isinstance(document, dict):
+        return ext, problems
+    problems += semantic_problems(document, ext.dir, ext.shown)
+    # Conformance reference data is checked as early as the manifest, so a
+    # malformed golden file fails the configure, not a test run later.
+    if (ctx.schema_dir / "conformance-reference.schema.json").is_file():
+        for _, artifact in _objects(document.get("conformance")):
+            reference = _text(artifact, "reference")
+            ref = ext.dir / reference if reference is not None else None
+            if ref is None or not _is_file(ref):
+                continue  # a missing file is one of the semantic problems above
+            try:
+                data = load_json(ref, ctx.show(ref))
+            except SdkError as e:
+                problems += e.problems
+                continue
+            problems += ctx.schema_problems("conformance-reference.schema.json", data, ctx.show(ref))
     if not problems:
         ext.manifest = document
     return ext, problems
@@ -528,8 +594,11 @@ def gpu_language(requires, have):
     return ""
 
 
-def select(extensions, lock_names, explicit, release, searched):
-    """Names to build, closed over "depends", in registry order, or raises SdkError."""
+def select(extensions, lock_names, explicit, release, searched, invalid=frozenset()):
+    """Names to build, closed over "depends", in registry order, or raises SdkError.
+
+    Names in `invalid` (extensions whose manifests have problems, reported
+    already) are left out without a second message."""
     by_name = {e.name: e for e in extensions}
     problems = []
     if explicit and release:
@@ -537,6 +606,8 @@ def select(extensions, lock_names, explicit, release, searched):
     if explicit:
         roots = []
         for n in explicit:
+            if n in invalid:
+                continue
             if n not in by_name:
                 problems.append(f"GUFO_EXTENSIONS names '{n}', but no extension directory named '{n}' was found "
                                 f"(searched: {searched})")
@@ -546,7 +617,7 @@ def select(extensions, lock_names, explicit, release, searched):
         if lock_names is None:
             raise SdkError("GUFO_RELEASE=ON builds the extensions named in the release lock, but no lock file "
                            "was given")
-        roots = list(lock_names)
+        roots = [n for n in lock_names if n in by_name]
     else:
         roots = list(by_name)
     selected, pending = set(), list(roots)
@@ -556,6 +627,8 @@ def select(extensions, lock_names, explicit, release, searched):
             continue
         selected.add(n)
         for dep in by_name[n].manifest.get("depends", []):
+            if dep in invalid:
+                continue
             if dep not in by_name:
                 problems.append(f"extension {by_name[n].describe()} depends on '{dep}', but no extension "
                                 f"directory named '{dep}' was found (searched: {searched})")
@@ -599,6 +672,8 @@ def cross_checks(order, by_name, lock_names, host_minor, host_revision):
     # build, not only in the ones that happen to include the official one.
     owned = {"key": {}, "option": {}, "provider": {}}
     for n in lock_names:
+        if n not in by_name:
+            continue  # its manifest has problems, reported already
         manifest = by_name[n].manifest
         for p in manifest["providers"]:
             owned["provider"].setdefault(p["id"], n)
@@ -846,11 +921,14 @@ def cmd_configure(args):
     #    built, so their metadata can still be reported), and the lock.
     directories, problems = discover(args.search, extension_dirs)
     extensions = []
+    invalid = set()  # names (directory names) of the extensions whose manifests have problems
     for d in directories:
         ext, found = load_extension(ctx, d)
         problems += found
         if ext.manifest is not None:
             extensions.append(ext)
+        else:
+            invalid.add(d.name)
     by_name = {}
     for ext in extensions:
         if ext.name in by_name:
@@ -868,18 +946,23 @@ def cmd_configure(args):
             if not lock_problems:
                 lock_names = lock["extensions"]
                 for n in lock_names:
-                    if n not in by_name:
+                    if n not in by_name and n not in invalid:
                         problems.append(f"{shown_lock} names '{n}', but no extension directory named '{n}' was "
                                         f"found (searched: {searched})")
         except SdkError as e:
             problems += e.problems
-    if problems:
-        raise SdkError(problems)
+        if lock_names is None:
+            lock_names = []  # reported above; select and check the rest without it
 
-    # 2. Select, then check what the selection must satisfy.
-    order = select(extensions, lock_names, args.extension, args.release, searched)
+    # 2. Select, then check what the selection must satisfy. This runs even
+    #    when manifests had problems, over the valid ones, so that one
+    #    configure reports everything there is to fix.
+    try:
+        order = select(extensions, lock_names, args.extension, args.release, searched, invalid)
+    except SdkError as e:
+        raise SdkError(problems + e.problems) from e
     official = set(lock_names or [])
-    problems = cross_checks(order, by_name, lock_names or [], host_minor, host_revision)
+    problems += cross_checks(order, by_name, lock_names or [], host_minor, host_revision)
     if problems:
         raise SdkError(problems)
 

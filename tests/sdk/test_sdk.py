@@ -9,11 +9,18 @@ checked is the one `cmake` prints, not a unit's return value. The scratch
 trees are configured with BUILD_TESTING=OFF and CUDA/HIP off unless a test
 needs more, and only the tests about the symbol audit and the registry build.
 
+Rules that must also hold out of tree are tested against an installed SDK as
+well: this build installed into one scratch prefix (`--install-sdk`, a CTest
+fixture the tests named installed_* require), and planted extensions
+configured on their own against it, the way an author outside Gufo works.
+
 Run one test:   test_sdk.py NAME        (NAME as listed by --list)
 List them:      test_sdk.py --list      (tests/sdk/CMakeLists.txt registers each with CTest)
+Install:        test_sdk.py --install-sdk   (GUFO_BUILD_DIR into GUFO_SDK_TEST_WORK/installed_sdk)
 
-Environment (set by CTest): GUFO_SOURCE_DIR, GUFO_SDK_TEST_WORK (scratch space),
-CMAKE_COMMAND, CMAKE_GENERATOR, CMAKE_C_COMPILER.
+Environment (set by CTest): GUFO_SOURCE_DIR, GUFO_BUILD_DIR (the built tree the
+SDK is installed from), GUFO_SDK_TEST_WORK (scratch space), CMAKE_COMMAND,
+CMAKE_GENERATOR, CMAKE_C_COMPILER.
 """
 
 import json
@@ -31,6 +38,8 @@ WORK = Path(os.environ.get("GUFO_SDK_TEST_WORK", "/tmp/gufo-sdk-tests"))
 CMAKE = os.environ.get("CMAKE_COMMAND", "cmake")
 GENERATOR = os.environ.get("CMAKE_GENERATOR", "Ninja")
 CC = os.environ.get("CMAKE_C_COMPILER", "")
+BUILD = os.environ.get("GUFO_BUILD_DIR", "")
+INSTALLED = WORK / "installed_sdk"
 PYTHON = sys.executable
 TOOL = SRC / "sdk" / "tools" / "gufo_sdk.py"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -141,6 +150,55 @@ class Scratch:
         return run(cmd)
 
 
+def install_sdk():
+    """Installs GUFO_BUILD_DIR's SDK into INSTALLED (afresh); returns (rc, output)."""
+    if not BUILD:
+        return 1, "GUFO_BUILD_DIR is not set: no built Gufo tree to install the SDK from"
+    shutil.rmtree(INSTALLED, ignore_errors=True)
+    return run([CMAKE, "--install", BUILD, "--prefix", INSTALLED])
+
+
+def installed_prefix():
+    """The installed SDK the installed_* tests build against (the CTest fixture made it)."""
+    if not (INSTALLED / "lib" / "cmake" / "GufoExt").is_dir():
+        rc, out = install_sdk()
+        if rc != 0:
+            print(f"SKIP: no installed SDK at {INSTALLED} and none could be installed:\n{out}")
+            sys.exit(77)
+    return INSTALLED
+
+
+STANDALONE_CMAKE = """cmake_minimum_required(VERSION 3.25)
+project({name} C)
+find_package(GufoExt REQUIRED)
+gufo_extension_standalone()
+"""
+
+
+def configure_out_of_tree(name, source):
+    """Configures `source` (an extension with its own CMakeLists.txt, or a project of
+    several) against the installed SDK, into WORK/<name>/build; returns (rc, output, build dir).
+    Tests and the conformance driver are off: what is checked here is the SDK's guard rails."""
+    build = WORK / name / "build"
+    shutil.rmtree(build, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k != "GUFO_EXTENSION_DIRS"}
+    cmd = [CMAKE, "-S", source, "-B", build, "-G", GENERATOR, f"-DCMAKE_PREFIX_PATH={installed_prefix()}",
+           f"-DGUFO_PYTHON={PYTHON}", "-DBUILD_TESTING=OFF", "-DGUFO_CONFORMANCE=OFF", "-DGUFO_ENABLE_CUDA=OFF",
+           "-DGUFO_ENABLE_HIP=OFF"] + ([f"-DCMAKE_C_COMPILER={CC}"] if CC else [])
+    rc, out = run(cmd, env=env)
+    return rc, out, build
+
+
+def standalone_extension(name, m, cmake=None, files=None):
+    """An extension directory outside any Gufo tree, WORK/<name>/<ext>, with the
+    CMakeLists.txt the template gives (find_package + gufo_extension_standalone())."""
+    root = WORK / name
+    shutil.rmtree(root, ignore_errors=True)
+    directory = write_extension(root / m["name"], m, cmake, files)
+    (directory / "CMakeLists.txt").write_text(STANDALONE_CMAKE.format(name=m["name"]))
+    return directory
+
+
 class SdkTestCase(unittest.TestCase):
     maxDiff = None
 
@@ -182,6 +240,38 @@ class ManifestTests(SdkTestCase):
         self.assertConfigureFails(
             s.configure(), "examples/vague/extension.json: api_version: '0.1' does not match ^>= 0\\.[0-9]+\\.[0-9]+$ "
                            "(for example '>= 0.1.1')")
+
+    def test_manifest_all_errors_at_once(self):
+        """One configure reports the schema's, the semantic rules' and the cross-checks' problems together."""
+        s = Scratch("manifest_all_errors_at_once")
+        m = manifest("messy", options=[{"name": "seed", "type": "int", "commands": ["prompt"], "help": "h"}])
+        m["providers"][0]["capability"] = "text"                                      # schema
+        m["targets"].append({"name": "other_tool", "kind": "executable", "requires": []})  # semantic
+        s.add("examples", m)
+        host = host_api_version()
+        minor, revision = (int(x) for x in host.split(".")[1:])
+        s.add("examples", manifest("eager", api=f">= 0.{minor}.{revision + 1}"))       # cross-check
+        rc, out = s.configure()
+        self.assertConfigureFails(
+            (rc, out), "examples/messy/extension.json: providers[0].capability: 'text' is not one of",
+            "examples/messy/extension.json: options[0].name: 'seed' is reserved by the host",
+            "examples/messy/extension.json: targets[1].name: 'other_tool' must be 'messy' or start with 'messy_'",
+            f"extension 'eager' (examples/eager/extension.json) requires API >= 0.{minor}.{revision + 1} but this "
+            f"Gufo provides {host}")
+
+    def test_installed_manifest_errors(self):
+        """Standalone against the installed SDK: every manifest problem at once, each naming the manifest's path."""
+        m = manifest("sloppy", options=[{"name": "seed", "type": "int", "commands": ["prompt"], "help": "h"}])
+        m["providers"][0]["capability"] = "text"
+        m["providers"][0]["target"] = "sloppy_missing"
+        directory = standalone_extension("installed_manifest_errors", m)
+        rc, out, _ = configure_out_of_tree("installed_manifest_errors", directory)
+        shown = f"{directory}/extension.json"
+        self.assertConfigureFails(
+            (rc, out), f"{shown}: providers[0].capability: 'text' is not one of",
+            f"{shown}: options[0].name: 'seed' is reserved by the host",
+            f"{shown}: providers[0].target: 'sloppy_missing' is not declared in targets")
+        self.assertNotRegex(out, r"(^|\s)extension\.json:", "a bare manifest name, without its directory")
 
     def test_manifest_semantics(self):
         """Rules the schema cannot express, through `gufo_sdk.py validate`."""
@@ -406,10 +496,13 @@ class BuildRuleTests(SdkTestCase):
         s = Scratch("forbidden_link")
         s.add("examples", manifest("grabby"),
               cmake="gufo_extension_library(grabby SOURCES entry.c LINK gufo_host_core)\n")
+        rc, out = s.configure()
         self.assertConfigureFails(
-            s.configure(), "extension 'grabby' (examples/grabby/extension.cmake): target 'grabby' links "
-                           "'gufo_host_core', which is not on the link allowlist (sdk/allowlist.json): extensions may "
-                           "link gufo_ext_runtime, their own targets, targets of extensions they depend on, and: m, ")
+            (rc, out), "extension 'grabby' (examples/grabby/extension.cmake): target 'grabby' links "
+                       "'gufo_host_core', which is not on the link allowlist (sdk/allowlist.json): extensions may "
+                       "link gufo_ext_runtime, their own targets, targets of extensions they depend on, and: m, ")
+        # Once: a static library's private link reappears in its interface ($<LINK_ONLY:...>).
+        self.assertEqual(out.count("links 'gufo_host_core'"), 1, out)
 
     def test_extension_cmake_rules(self):
         s = Scratch("extension_cmake_rules")
@@ -667,6 +760,10 @@ def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(tests))
         return 0
+    if sys.argv[1:] == ["--install-sdk"]:
+        rc, out = install_sdk()
+        print(out)
+        return rc
     suite = unittest.TestSuite()
     for name in sys.argv[1:] or tests:
         if name not in tests:
