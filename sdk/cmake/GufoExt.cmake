@@ -35,6 +35,11 @@ cmake_path(GET GUFO_SDK_DIR PARENT_PATH _gufo_sdk_parent)
 set(GUFO_SDK_TOOL ${GUFO_SDK_DIR}/tools/gufo_sdk.py)
 set(GUFO_SDK_ALLOWLIST ${GUFO_SDK_DIR}/allowlist.json)
 set(GUFO_SDK_SCHEMA_DIR ${_gufo_sdk_parent}/schema)
+# An installed SDK (share/gufo-ext) also carries the release lock and the
+# official extensions' manifests (GufoExtInstall.cmake), so that an extension
+# built against it is checked against them as in Gufo's tree.
+set(GUFO_SDK_RELEASE_LOCK ${_gufo_sdk_parent}/extensions.lock)
+set(GUFO_SDK_OFFICIAL_DIR ${_gufo_sdk_parent}/official)
 if(NOT DEFINED GUFO_RUNTIME_TARGET)
     set(GUFO_RUNTIME_TARGET gufo_ext_runtime)
 endif()
@@ -301,7 +306,10 @@ endfunction()
 # extension target includes and links only what the allowlist permits.
 #
 #   SEARCH_DIRS  directories of extension directories (in the tree: extensions/ and examples/)
-#   LOCK         the release lock; extensions named there are official
+#   LOCK         the release lock; extensions named there are official. Without
+#                it, an installed SDK uses the lock and official manifests it
+#                carries: every extension built is community, and may not claim
+#                what an official one owns (nor an official name).
 # GUFO_EXTENSION_DIRS adds more. Sets GUFO_SELECTED_EXTENSIONS in the caller.
 function(gufo_extensions_process)
     cmake_parse_arguments(PARSE_ARGV 0 ARG "" "LOCK" "SEARCH_DIRS")
@@ -325,6 +333,8 @@ function(gufo_extensions_process)
     endforeach()
     if(ARG_LOCK)
         list(APPEND args --lock ${ARG_LOCK})
+    elseif(IS_DIRECTORY ${GUFO_SDK_OFFICIAL_DIR} AND EXISTS ${GUFO_SDK_RELEASE_LOCK})
+        list(APPEND args --lock ${GUFO_SDK_RELEASE_LOCK} --official-manifests ${GUFO_SDK_OFFICIAL_DIR})
     endif()
     if(GUFO_RELEASE)
         list(APPEND args --release)

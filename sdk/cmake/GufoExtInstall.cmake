@@ -7,6 +7,9 @@
 #   lib/pkgconfig/gufo-ext.pc                          Cflags/Libs for the runtime
 #   share/gufo-ext/sdk/{cmake,tools,allowlist.json}    helpers, gufo_sdk.py, the allowlist
 #   share/gufo-ext/{schema,changes,template}           manifest schemas, change records, the template
+#   share/gufo-ext/extensions.lock, official/<name>/extension.json
+#                                                      the release lock and the official manifests, so
+#                                                      builds against the SDK get the collision checks
 #   share/gufo-ext/conformance                         the conformance kit's sources (gufo_conformance)
 #
 # The share/gufo-ext layout mirrors the source tree (sdk/, schema/), so
@@ -52,6 +55,10 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/sdk/tools/gufo_sdk.py DESTINATION ${GUFO_
 install(FILES ${PROJECT_SOURCE_DIR}/sdk/allowlist.json DESTINATION ${GUFO_INSTALL_SDK_DIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/schema/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/schema)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/changes/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/changes)
+# The official extensions' manifests only (gufo_sdk.py configure copies those
+# the lock names into gufo_generated/official/): what they own, none of their code.
+install(FILES ${PROJECT_SOURCE_DIR}/extensions.lock DESTINATION ${GUFO_INSTALL_DATA_DIR})
+install(DIRECTORY ${CMAKE_BINARY_DIR}/gufo_generated/official/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/official)
 if(EXISTS ${PROJECT_SOURCE_DIR}/conformance)
     # The conformance kit: its driver is built in each extension's standalone build.
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/conformance/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/conformance)

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -945,7 +946,7 @@ def cmd_configure(args):
             problems += lock_problems
             if not lock_problems:
                 lock_names = lock["extensions"]
-                for n in lock_names:
+                for n in lock_names if not args.official_manifests else []:
                     if n not in by_name and n not in invalid:
                         problems.append(f"{shown_lock} names '{n}', but no extension directory named '{n}' was "
                                         f"found (searched: {searched})")
@@ -954,6 +955,34 @@ def cmd_configure(args):
         if lock_names is None:
             lock_names = []  # reported above; select and check the rest without it
 
+    # An installed SDK has no official extension directories, only their
+    # manifests (--official-manifests): they own their keys, options, provider
+    # IDs and names here as in Gufo's tree, but are never built.
+    owners = dict(by_name)
+    if args.official_manifests:
+        official_dir = Path(args.official_manifests)
+        for n in lock_names:
+            ref = Extension(ctx, official_dir / n)
+            if not ref.manifest_path.is_file():
+                problems.append(f"{ref.shown}: missing: the installed SDK's release lock ({ctx.show(args.lock)}) "
+                                f"names official extension '{n}', whose manifest should be here (reinstall the SDK)")
+                continue
+            try:
+                document = load_json(ref.manifest_path, ref.shown)
+            except SdkError as e:
+                problems += e.problems
+                continue
+            found = ctx.schema_problems("extension.schema.json", document, ref.shown)
+            if found:
+                problems += found
+                continue
+            ref.manifest = document
+            if n in by_name:
+                problems.append(f"extension {by_name[n].describe()} takes the name of official extension '{n}' "
+                                f"({ref.shown}): built against an installed SDK, an extension is a community "
+                                "extension and may not use an official extension's name")
+            owners[n] = ref
+
     # 2. Select, then check what the selection must satisfy. This runs even
     #    when manifests had problems, over the valid ones, so that one
     #    configure reports everything there is to fix.
@@ -961,8 +990,9 @@ def cmd_configure(args):
         order = select(extensions, lock_names, args.extension, args.release, searched, invalid)
     except SdkError as e:
         raise SdkError(problems + e.problems) from e
-    official = set(lock_names or [])
-    problems += cross_checks(order, by_name, lock_names or [], host_minor, host_revision)
+    # Against an installed SDK nothing built is official (an official name was refused above).
+    official = set() if args.official_manifests else set(lock_names)
+    problems += cross_checks(order, owners, lock_names, host_minor, host_revision)
     if problems:
         raise SdkError(problems)
 
@@ -975,6 +1005,8 @@ def cmd_configure(args):
                                                                       str(Path(args.allowlist).resolve())]
     if args.lock:
         configure_depends += [str(Path(args.lock).resolve()), str(ctx.schema_dir / "extensions.lock.schema.json")]
+    official_manifests = {n: owners[n].manifest_path for n in lock_names if n in owners}
+    configure_depends += [str(path) for path in official_manifests.values() if args.official_manifests]
     for r in records:
         configure_depends += [t["fragment"] for t in r["tests"]]
     write_if_changed(generated / "extensions.cmake", cmake_data(records, allowlist, configure_depends))
@@ -989,6 +1021,15 @@ def cmd_configure(args):
     for stale in include_dir.glob("gufo_manifest_*.h"):
         if stale.name not in wanted:  # an extension that is no longer selected
             stale.unlink()
+    # The official extensions' manifests, for `cmake --install` to put into
+    # the SDK (GufoExtInstall.cmake), so builds against it get the same checks.
+    official_out = generated / "official"
+    for n, path in official_manifests.items():
+        write_if_changed(official_out / n / "extension.json", path.read_text(encoding="utf-8"))
+    official_out.mkdir(parents=True, exist_ok=True)
+    for stale in official_out.iterdir():
+        if stale.name not in official_manifests:
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- registry
@@ -1394,6 +1435,10 @@ def main(argv=None):
     p.add_argument("--schema-dir", required=True)
     p.add_argument("--allowlist", required=True, help="sdk/allowlist.json")
     p.add_argument("--lock", help="the release lock; without it every extension is community")
+    p.add_argument("--official-manifests",
+                   help="an installed SDK's directory of official manifests (<name>/extension.json per lock "
+                        "entry): the lock's names are looked up here instead of among the discovered "
+                        "extensions, and own their keys, options, provider IDs and names without being built")
     p.add_argument("--search", action="append", default=[], help="a directory of extension directories (repeat)")
     p.add_argument("--extension-dir", action="append", default=[],
                    help="a GUFO_EXTENSION_DIRS entry: an extension directory or a directory of them (repeat)")

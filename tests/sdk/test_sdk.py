@@ -423,6 +423,42 @@ class CollisionTests(SdkTestCase):
         self.assertNotIn("gguf:shared", out)
 
 
+    def test_installed_official_collision(self):
+        """Against the installed SDK, a standalone extension may not claim what an official one owns."""
+        prefix = installed_prefix()
+        lock = json.loads((prefix / "share" / "gufo-ext" / "extensions.lock").read_text())
+        if not lock["extensions"]:
+            print("SKIP: this Gufo's extensions.lock names no official extension")
+            sys.exit(77)
+        owner = lock["extensions"][0]
+        owner_manifest = prefix / "share" / "gufo-ext" / "official" / owner / "extension.json"
+        official = json.loads(owner_manifest.read_text())
+        provider = official["providers"][0]
+        key = provider["keys"][0]  # gguf:qwen3 for Gufo's first official extension
+        directory = standalone_extension("installed_official_collision", manifest("thief", providers=[
+            {"id": provider["id"], "capability": provider["capability"], "keys": ["gguf:thief", key]}]))
+        rc, out, _ = configure_out_of_tree("installed_official_collision", directory)
+        self.assertConfigureFails(
+            (rc, out),
+            f"community extension 'thief' ({directory}/extension.json) claims key '{key}', which official extension "
+            f"'{owner}' ({owner_manifest}) owns",
+            f"community extension 'thief' ({directory}/extension.json) declares provider ID '{provider['id']}', "
+            f"which official extension '{owner}' ({owner_manifest}) owns")
+        # Nor can it take the official extension's name (and so its place in the lock).
+        directory = standalone_extension("installed_official_name", manifest(owner, providers=[
+            {"id": "impostor-text", "capability": "text_generation", "keys": ["gguf:impostor"]}]))
+        rc, out, _ = configure_out_of_tree("installed_official_name", directory)
+        self.assertConfigureFails(
+            (rc, out), f"extension '{owner}' ({directory}/extension.json) takes the name of official extension "
+                       f"'{owner}' ({owner_manifest}): built against an installed SDK, an extension is a community "
+                       "extension")
+        # What owns nothing official configures.
+        directory = standalone_extension("installed_official_none", manifest("honest"))
+        rc, out, _ = configure_out_of_tree("installed_official_none", directory)
+        self.assertEqual(rc, 0, out)
+        self.assertIn(f"-- gufo: extension honest 0.1.0 (community, {directory}): providers honest-text", out)
+
+
 class ApiRequirementTests(SdkTestCase):
     def test_api_minor_mismatch(self):
         s = Scratch("api_minor_mismatch")
