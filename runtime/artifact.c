@@ -10,20 +10,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
+
+/* Room for an escaped architecture; no real name comes near it. */
+enum { ARCHITECTURE_SHOWN_MAX = 256 };
+
 struct gufo_artifact {
     char *path;
     gufo_gguf *gguf;
-    const char *architecture; /* borrowed from gguf, or "" */
+    const char *architecture;   /* borrowed from gguf, architecture_escaped, or "" */
+    char *architecture_escaped; /* owned; only when the declared value had to be escaped */
 };
 
-/* general.architecture when it is a string; anything else reads as "absent"
- * and probes decline with their own reason. */
-static const char *architecture_of(const gufo_gguf *gguf)
+/* general.architecture as probes and messages see it: the declared string
+ * when it is plain text; escaped (\0, \xNN) when it holds a NUL, control
+ * bytes or bytes that are not UTF-8, so that "qwen3\0evil" reads as
+ * qwen3\0evil and never equals "qwen3"; "" when absent or not a string (the
+ * host names the type it found when it reports the file). */
+static gufo_status read_architecture(gufo_artifact *a)
 {
+    a->architecture = "";
     gufo_gguf_value value;
-    if (gufo_gguf_find(gguf, "general.architecture", &value) != GUFO_OK) return "";
-    if (value.type != GUFO_GGUF_STRING || !value.v.str.data) return "";
-    return value.v.str.data;
+    if (gufo_gguf_find(a->gguf, "general.architecture", &value) != GUFO_OK) return GUFO_OK;
+    if (value.type != GUFO_GGUF_STRING || !value.v.str.data) return GUFO_OK;
+    char shown[ARCHITECTURE_SHOWN_MAX];
+    if (!gufo__escape_text(value.v.str.data, value.v.str.len, shown, sizeof shown)) {
+        a->architecture = value.v.str.data;
+        return GUFO_OK;
+    }
+    if (!(a->architecture_escaped = strdup(shown))) return GUFO_E_NO_MEMORY;
+    a->architecture = a->architecture_escaped;
+    return GUFO_OK;
 }
 
 GUFO_EXT_API gufo_status gufo_artifact_open(const char *path, gufo_artifact **out, gufo_error *err)
@@ -44,7 +61,10 @@ GUFO_EXT_API gufo_status gufo_artifact_open(const char *path, gufo_artifact **ou
         gufo_artifact_close(a);
         return st;
     }
-    a->architecture = architecture_of(a->gguf);
+    if (read_architecture(a) != GUFO_OK) {
+        gufo_artifact_close(a);
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "%s: out of memory", path);
+    }
     *out = a;
     return GUFO_OK;
 }
@@ -53,6 +73,7 @@ GUFO_EXT_API void gufo_artifact_close(gufo_artifact *artifact)
 {
     if (!artifact) return;
     gufo_gguf_close(artifact->gguf);
+    free(artifact->architecture_escaped);
     free(artifact->path);
     free(artifact);
 }

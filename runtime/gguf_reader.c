@@ -28,6 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal.h"
+
 enum {
     GGUF_HEADER_BYTES = 24,       /* magic, version, tensor count, kv count */
     MIN_KV_BYTES = 8 + 1 + 4 + 1, /* key length, 1-byte key, type, 1-byte value */
@@ -278,29 +280,80 @@ static gufo_status read_u32(parser *p, const char *what, uint32_t *out)
 
 /* ---- Text checks ---------------------------------------------------------- */
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
+/* Length of the well-formed UTF-8 character at s[0..n), or 0 when it is not
+ * one. Strict: no overlong forms, no surrogates, nothing above U+10FFFF. */
+static unsigned utf8_char_length(const uint8_t *s, uint64_t n)
+{
+    uint8_t c = s[0];
+    unsigned len;
+    uint32_t cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+    else return 0;
+    if (n < len) return 0;
+    for (unsigned k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    return len;
+}
+
 static bool valid_utf8(const uint8_t *s, uint64_t n)
 {
-    uint64_t i = 0;
-    while (i < n) {
-        uint8_t c = s[i];
-        unsigned len;
-        uint32_t cp;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
-        else return false;
-        if (n - i < len) return false;
-        for (unsigned k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return false;
-        if (cp >= 0xD800 && cp <= 0xDFFF) return false;
+    for (uint64_t i = 0; i < n;) {
+        unsigned len = utf8_char_length(s + i, n - i);
+        if (len == 0) return false;
         i += len;
     }
     return true;
+}
+
+bool gufo__escape_text(const char *text, uint64_t len, char *out, size_t cap)
+{
+    static const char k_cut[] = "...";
+    const uint8_t *s = (const uint8_t *)text;
+    size_t used = 0;
+    bool changed = false;
+    for (uint64_t i = 0; i < len;) {
+        char piece[8];
+        size_t n;
+        unsigned char_len = utf8_char_length(s + i, len - i);
+        if (char_len > 1) {
+            memcpy(piece, s + i, char_len);
+            n = char_len;
+        } else if (char_len == 1 && s[i] >= 0x20 && s[i] != 0x7f) {
+            piece[0] = (char)s[i];
+            n = 1;
+        } else {
+            char_len = 1;
+            changed = true;
+            if (s[i] == 0) n = (size_t)snprintf(piece, sizeof piece, "\\0");
+            else if (s[i] == '\n') n = (size_t)snprintf(piece, sizeof piece, "\\n");
+            else if (s[i] == '\t') n = (size_t)snprintf(piece, sizeof piece, "\\t");
+            else if (s[i] == '\r') n = (size_t)snprintf(piece, sizeof piece, "\\r");
+            else n = (size_t)snprintf(piece, sizeof piece, "\\x%02x", s[i]);
+        }
+        bool last = i + char_len == len;
+        /* Keep room for the cut mark unless this piece ends the text and fits. */
+        size_t room = last ? cap - 1 : (cap > sizeof k_cut ? cap - sizeof k_cut : 0);
+        if (used + n > room) {
+            if (cap > used + sizeof k_cut - 1) {
+                memcpy(out + used, k_cut, sizeof k_cut - 1);
+                used += sizeof k_cut - 1;
+            }
+            changed = true;
+            break;
+        }
+        memcpy(out + used, piece, n);
+        used += n;
+        i += char_len;
+    }
+    if (cap) out[used < cap ? used : cap - 1] = '\0';
+    return changed;
 }
 
 static char *copy_string(parser *p, const uint8_t *src, uint64_t len)
@@ -355,6 +408,11 @@ static const char *const k_type_names[] = {"uint8", "int8",   "uint16", "int16",
 static const char *type_name(gufo_gguf_type t)
 {
     return (unsigned)t <= GUFO_GGUF_FLOAT64 ? k_type_names[t] : "unknown";
+}
+
+GUFO_EXT_API const char *gufo_gguf_type_name(gufo_gguf_type type)
+{
+    return type_name(type);
 }
 
 /* Bytes of one element; strings count their 8-byte length only (a minimum). */
@@ -1027,8 +1085,44 @@ GUFO_EXT_API gufo_status gufo_gguf_get_string(const gufo_gguf *g, const char *ke
     gufo_status st = lookup(g, key, out, err, &e);
     if (st != GUFO_OK) return st;
     if (e->value.type != GUFO_GGUF_STRING) return wrong_type(e, "string", err);
+    /* A C string would silently end at the NUL: refuse rather than hand out a prefix. */
+    const char *nul = memchr(e->value.v.str.data, 0, (size_t)e->value.v.str.len);
+    if (nul)
+        return gufo_error_set(err, GUFO_E_FORMAT, "metadata key '%s' is a %" PRIu64 "-byte string with a NUL byte "
+                              "at offset %td, which a C string cannot hold; read it with gufo_gguf_get_string_len()",
+                              e->key, e->value.v.str.len, nul - e->value.v.str.data);
     *out = e->value.v.str.data;
     return GUFO_OK;
+}
+
+GUFO_EXT_API gufo_status gufo_gguf_get_string_len(const gufo_gguf *g, const char *key, const char **data,
+                                                  uint64_t *len, gufo_error *err)
+{
+    const kv_entry *e;
+    gufo_status st = lookup(g, key, "", err, &e); /* both outputs are optional */
+    if (st != GUFO_OK) return st;
+    if (e->value.type != GUFO_GGUF_STRING) return wrong_type(e, "string", err);
+    if (data) *data = e->value.v.str.data;
+    if (len) *len = e->value.v.str.len;
+    return GUFO_OK;
+}
+
+/* Room for a shown value in gufo_gguf_expect_string()'s detail: enough to
+ * recognise it, short enough that the whole sentence fits a probe's reason. */
+enum { SHOWN_VALUE_MAX = 96 };
+
+GUFO_EXT_API gufo_status gufo_gguf_expect_string(const gufo_gguf *g, const char *key, const char *expected,
+                                                 gufo_error *err)
+{
+    const kv_entry *e;
+    gufo_status st = lookup(g, key, expected, err, &e);
+    if (st != GUFO_OK) return st;
+    if (e->value.type != GUFO_GGUF_STRING) return wrong_type(e, "string", err);
+    size_t want = strlen(expected);
+    if (e->value.v.str.len == want && memcmp(e->value.v.str.data, expected, want) == 0) return GUFO_OK;
+    char shown[SHOWN_VALUE_MAX];
+    gufo__escape_text(e->value.v.str.data, e->value.v.str.len, shown, sizeof shown);
+    return gufo_error_set(err, GUFO_E_UNSUPPORTED, "%s is '%s', not '%s'", e->key, shown, expected);
 }
 
 /* ---- Array elements -------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #ifndef GUFO_RUNTIME_INTERNAL_H
 #define GUFO_RUNTIME_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,15 @@ void gufo__format_bytes(uint64_t bytes, char *buf, size_t cap);
 gufo_status gufo__check_api(uint32_t minor, uint32_t revision, gufo_error *err);
 
 /* ---- Text helpers ------------------------------------------------------- */
+
+/* Writes `len` bytes of `text` (a GGUF string: may hold NULs, need not be
+ * UTF-8) into `out` as printable text for a message: NUL as \0, \n \t \r,
+ * other control bytes, DEL and bytes that are not well-formed UTF-8 as \xNN;
+ * everything else as it is. A value that does not fit in `cap` (at least 8)
+ * is cut at a character boundary and ends in "...". Returns true when the
+ * output differs from the input (something was escaped or cut). Lives in
+ * gguf_reader.c, next to the UTF-8 check it shares. */
+bool gufo__escape_text(const char *text, uint64_t len, char *out, size_t cap);
 
 /* `buf` holds `len` bytes that a formatter may have cut inside a UTF-8
  * character; shortens it so it ends on a character boundary. Only a trailing

@@ -434,10 +434,17 @@ typedef struct decline_list {
 static void decline_list_start(decline_list *list, gufo_capability capability, const gufo_artifact *artifact)
 {
     const char *arch = gufo_artifact_architecture(artifact);
+    gufo_gguf_value declared;
     int n;
     if (arch[0])
         n = snprintf(list->text, sizeof list->text, "No %s provider found for model architecture '%.64s' (%.160s)",
                      capability_text(capability), arch, gufo_artifact_path(artifact));
+    else if (gufo_gguf_find(gufo_artifact_gguf(artifact), "general.architecture", &declared) == GUFO_OK &&
+             declared.type != GUFO_GGUF_STRING)
+        n = snprintf(list->text, sizeof list->text,
+                     "No %s provider found for a model whose general.architecture has type %s; expected string "
+                     "(%.160s)",
+                     capability_text(capability), gufo_gguf_type_name(declared.type), gufo_artifact_path(artifact));
     else
         n = snprintf(list->text, sizeof list->text,
                      "No %s provider found for a model without general.architecture (%.160s)",

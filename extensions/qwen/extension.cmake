@@ -116,6 +116,9 @@ if(TARGET qwen_chat_tests)
 endif()
 gufo_extension_test(qwen_model_tests SOURCES tests/test_model.c LINK qwen_cpu cjson m
     ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
+# The probe's and the tokenizer loader's identity keys: compared with their length, typed.
+gufo_extension_test(qwen_probe_tests SOURCES tests/test_probe.c LINK qwen_cpu
+    ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
 # qwen-gpu against qwen-cpu on the golden models (skips without a GPU), and
 # the same kernels compiled for AMD so the HIP path cannot rot (CI has hipcc,
 # no AMD GPU: compile only).

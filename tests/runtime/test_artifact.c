@@ -4,6 +4,8 @@
 #endif
 
 #include <gufo/ext/artifact.h>
+#include <gufo/ext/registry.h>
+#include <gufo/ext/version.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,88 @@ static void test_no_architecture(void)
     unlink(path);
 }
 
+/* A GGUF whose general.architecture holds exactly `len` bytes (NULs included). */
+static bool write_raw_architecture(const char *path, const char *architecture, uint64_t len)
+{
+    gufo_gguf_writer *w = NULL;
+    if (gufo_gguf_writer_create(&w) != GUFO_OK) return false;
+    gufo_gguf_value value;
+    memset(&value, 0, sizeof value);
+    value.type = GUFO_GGUF_STRING;
+    value.v.str.data = architecture;
+    value.v.str.len = len;
+    gufo_error err = {0};
+    bool ok = gufo_gguf_writer_copy_value(w, "general.architecture", NULL, &value) == GUFO_OK &&
+              gufo_gguf_writer_write(w, path, &err) == GUFO_OK;
+    gufo_gguf_writer_destroy(w);
+    return ok;
+}
+
+/* What selection says when nobody takes the file: the runtime's detail. */
+static void check_decline_detail(const gufo_artifact *a, const char *want)
+{
+    gufo_registry *r = NULL;
+    gufo_error err = {0};
+    GUFO_CHECK_EQ_INT(gufo_registry_create(&r, &err), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_registry_load(r, NULL, 0, GUFO_EXT_API_MINOR, GUFO_EXT_API_REVISION, &err), GUFO_OK);
+    GUFO_CHECK_STATUS(gufo_registry_select(r, GUFO_CAPABILITY_TEXT_GENERATION, a, NULL, NULL, NULL, &err),
+                      GUFO_E_DECLINED, &err);
+    GUFO_CHECK_CONTAINS(err.message, want);
+    gufo_registry_destroy(r);
+}
+
+/* "qwen3\0evil" is not "qwen3": the architecture a probe compares keeps the NUL (escaped). */
+static void test_architecture_with_a_nul(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "evil.gguf");
+    static const char evil[] = "qwen3\0evil";
+    GUFO_CHECK(write_raw_architecture(path, evil, sizeof evil - 1));
+    gufo_artifact *a = NULL;
+    gufo_error err = {0};
+    GUFO_CHECK_STATUS(gufo_artifact_open(path, &a, &err), GUFO_OK, &err);
+    if (!a) return;
+    /* Before: "qwen3", and every probe comparing it with strcmp() said yes. */
+    GUFO_CHECK(strcmp(gufo_artifact_architecture(a), "qwen3") != 0);
+    GUFO_CHECK_STREQ(gufo_artifact_architecture(a), "qwen3\\0evil");
+    check_decline_detail(a, "No text_generation provider found for model architecture 'qwen3\\0evil'");
+    gufo_artifact_close(a);
+
+    /* Control bytes and bytes that are not UTF-8 are escaped too; real names are not touched. */
+    static const char odd[] = "llama\n\xff";
+    GUFO_CHECK(write_raw_architecture(path, odd, sizeof odd - 1));
+    GUFO_CHECK_STATUS(gufo_artifact_open(path, &a, &err), GUFO_OK, &err);
+    GUFO_CHECK_STREQ(gufo_artifact_architecture(a), "llama\\n\\xff");
+    gufo_artifact_close(a);
+    static const char accented[] = "mod\xc3\xa8le-2.1";
+    GUFO_CHECK(write_raw_architecture(path, accented, sizeof accented - 1));
+    GUFO_CHECK_STATUS(gufo_artifact_open(path, &a, &err), GUFO_OK, &err);
+    GUFO_CHECK_STREQ(gufo_artifact_architecture(a), accented);
+    gufo_artifact_close(a);
+    unlink(path);
+}
+
+/* An architecture of the wrong type reads as absent, but the user is told its type. */
+static void test_architecture_of_another_type(void)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "typed.gguf");
+    gufo_gguf_writer *w = NULL;
+    gufo_error err = {0};
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_create(&w), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_set_u32(w, "general.architecture", 3), GUFO_OK);
+    GUFO_CHECK_STATUS(gufo_gguf_writer_write(w, path, &err), GUFO_OK, &err);
+    gufo_gguf_writer_destroy(w);
+    gufo_artifact *a = NULL;
+    GUFO_CHECK_STATUS(gufo_artifact_open(path, &a, &err), GUFO_OK, &err);
+    if (!a) return;
+    GUFO_CHECK_STREQ(gufo_artifact_architecture(a), "");
+    /* Before: "a model without general.architecture", as if the key were missing. */
+    check_decline_detail(a, "a model whose general.architecture has type uint32; expected string");
+    gufo_artifact_close(a);
+    unlink(path);
+}
+
 static void test_bad_files(void)
 {
     char path[512];
@@ -116,6 +200,8 @@ int main(void)
     if (!mkdtemp(g_dir)) GUFO_CHECK_SKIP("cannot create a temporary directory");
     test_probe_view();
     test_no_architecture();
+    test_architecture_with_a_nul();
+    test_architecture_of_another_type();
     test_bad_files();
     rmdir(g_dir);
     return GUFO_CHECK_DONE();

@@ -127,13 +127,12 @@ bool langid_config_read(const langid_shared *shared, const gufo_gguf *gguf, bool
 
     gufo_error e;
     gufo_error_clear(&e);
-    const char *scheme = NULL;
-    gufo_status st = gufo_gguf_get_string(gguf, LANGID_KEY_FEATURES, &scheme, &e);
+    /* Compared with its length: a GGUF string may hold a NUL byte. */
+    gufo_status st = gufo_gguf_expect_string(gguf, LANGID_KEY_FEATURES, shared->feature_scheme, &e);
     if (st == GUFO_E_NOT_FOUND) return langid_reason(reason, cap, "missing key %s", LANGID_KEY_FEATURES);
-    if (st != GUFO_OK) return langid_reason(reason, cap, "%s", e.message[0] ? e.message : "key is not a string");
-    if (strcmp(scheme, shared->feature_scheme) != 0)
-        return langid_reason(reason, cap, "%s is '%s', but this build implements '%s'", LANGID_KEY_FEATURES, scheme,
-                             shared->feature_scheme);
+    if (st == GUFO_E_UNSUPPORTED)
+        return langid_reason(reason, cap, "%s; this build implements '%s'", e.message, shared->feature_scheme);
+    if (st != GUFO_OK) return langid_reason(reason, cap, "%s", e.message[0] ? e.message : gufo_status_str(st));
 
     if (!langid_read_u32(gguf, LANGID_KEY_DIM, 1, shared->max_dim, &c.dim, reason, cap)) return false;
     if (!langid_read_u32(gguf, LANGID_KEY_BUCKETS, 1, shared->max_buckets, &c.features.n_buckets, reason, cap))
@@ -167,14 +166,16 @@ gufo_status langid_probe(const langid_shared *shared, const gufo_artifact *artif
                          gufo_probe_result *result)
 {
     if (!shared || !artifact || !result) return GUFO_E_INVALID_ARGUMENT;
-    const char *arch = gufo_artifact_architecture(artifact);
-    if (!arch || !arch[0]) return gufo_probe_decline(result, "general.architecture is missing, expected '%s'",
-                                                     LANGID_ARCHITECTURE);
-    if (strcmp(arch, LANGID_ARCHITECTURE) != 0)
-        return gufo_probe_decline(result, "general.architecture is '%s', not '%s'", arch, LANGID_ARCHITECTURE);
-
     const gufo_gguf *gguf = gufo_artifact_gguf(artifact);
     if (!gguf) return gufo_probe_decline(result, "artifact is not a GGUF file");
+    /* Length and bytes, not a C string: "langid\0x" is not langid. The
+     * reader's detail names a value of another type by its type. */
+    gufo_error e;
+    gufo_error_clear(&e);
+    gufo_status st = gufo_gguf_expect_string(gguf, "general.architecture", LANGID_ARCHITECTURE, &e);
+    if (st == GUFO_E_NOT_FOUND)
+        return gufo_probe_decline(result, "general.architecture is missing, expected '%s'", LANGID_ARCHITECTURE);
+    if (st != GUFO_OK) return gufo_probe_decline(result, "%s", e.message[0] ? e.message : gufo_status_str(st));
     langid_config config;
     char reason[GUFO_PROBE_REASON_MAX];
     if (!langid_config_read(shared, gguf, need_head, &config, reason, sizeof reason))

@@ -121,42 +121,57 @@ static bool check_tensor(const gufo_gguf *gguf, const char *name, uint64_t cols,
     return true;
 }
 
+/* A string key that must equal `want` exactly (length and bytes: a GGUF
+ * string may hold a NUL, so "gpt2\0x" is not "gpt2"). The reader's detail
+ * names the key and, for a value of another type, the type found and the
+ * type expected; `note` follows a different value. */
+static bool check_string(const gufo_gguf *gguf, const char *key, const char *want, const char *note, char *why,
+                         size_t cap)
+{
+    gufo_error err = {0};
+    gufo_status st = gufo_gguf_expect_string(gguf, key, want, &err);
+    if (st == GUFO_OK)
+        return true;
+    if (st == GUFO_E_NOT_FOUND)
+        return fail(why, cap, "missing key %s", key);
+    /* `note` explains what is wanted instead; it belongs after a different value only. */
+    return fail(why, cap, "%s%s", err.message[0] ? err.message : gufo_status_str(st),
+                st == GUFO_E_UNSUPPORTED ? note : "");
+}
+
+/* An array of strings, by key; names the type found when it is something else. */
+static bool check_string_array(const gufo_gguf *gguf, const char *key, gufo_gguf_value *out, char *why, size_t cap)
+{
+    if (gufo_gguf_find(gguf, key, out) != GUFO_OK)
+        return fail(why, cap, "missing key %s", key);
+    if (out->type != GUFO_GGUF_ARRAY)
+        return fail(why, cap, "key %s has type %s; expected array of string", key, gufo_gguf_type_name(out->type));
+    if (out->array_type != GUFO_GGUF_STRING)
+        return fail(why, cap, "key %s has type array of %s; expected array of string", key,
+                    gufo_gguf_type_name(out->array_type));
+    return true;
+}
+
 static bool check_tokenizer(const gufo_gguf *gguf, uint32_t n_vocab, char *why, size_t cap)
 {
-    const char *model = NULL;
-    gufo_error err = {0};
-    gufo_status st = gufo_gguf_get_string(gguf, "tokenizer.ggml.model", &model, &err);
-    if (st == GUFO_E_NOT_FOUND)
-        return fail(why, cap, "missing key tokenizer.ggml.model");
-    if (st != GUFO_OK)
-        return fail(why, cap, "key tokenizer.ggml.model: %s", err.message);
-    if (strcmp(model, "gpt2") != 0)
-        return fail(why, cap, "tokenizer.ggml.model is '%s', not 'gpt2' (byte-level BPE)", model);
+    if (!check_string(gguf, "tokenizer.ggml.model", "gpt2", " (byte-level BPE)", why, cap))
+        return false;
     gufo_gguf_value tokens;
-    if (gufo_gguf_find(gguf, "tokenizer.ggml.tokens", &tokens) != GUFO_OK)
-        return fail(why, cap, "missing key tokenizer.ggml.tokens");
-    if (tokens.type != GUFO_GGUF_ARRAY || tokens.array_type != GUFO_GGUF_STRING)
-        return fail(why, cap, "key tokenizer.ggml.tokens is not an array of strings");
+    if (!check_string_array(gguf, "tokenizer.ggml.tokens", &tokens, why, cap))
+        return false;
     if (tokens.count != n_vocab)
         return fail(why, cap, "tokenizer.ggml.tokens has %llu entries but token_embd.weight has %u rows",
                     (unsigned long long)tokens.count, n_vocab);
     gufo_gguf_value merges;
-    if (gufo_gguf_find(gguf, "tokenizer.ggml.merges", &merges) != GUFO_OK)
-        return fail(why, cap, "missing key tokenizer.ggml.merges");
-    if (merges.type != GUFO_GGUF_ARRAY || merges.array_type != GUFO_GGUF_STRING)
-        return fail(why, cap, "key tokenizer.ggml.merges is not an array of strings");
-    return true;
+    return check_string_array(gguf, "tokenizer.ggml.merges", &merges, why, cap);
 }
 
 bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *out, char *why, size_t cap)
 {
     if (!gguf)
         return fail(why, cap, "no GGUF metadata");
-    const char *arch = NULL;
-    if (gufo_gguf_get_string(gguf, "general.architecture", &arch, NULL) != GUFO_OK)
-        return fail(why, cap, "missing key general.architecture");
-    if (strcmp(arch, QWEN_ARCHITECTURE) != 0)
-        return fail(why, cap, "general.architecture is '%s', not '" QWEN_ARCHITECTURE "'", arch);
+    if (!check_string(gguf, "general.architecture", QWEN_ARCHITECTURE, "", why, cap))
+        return false;
 
     qwen_hparams hp;
     memset(&hp, 0, sizeof hp);
@@ -190,10 +205,10 @@ bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *out, char *why, s
         return fail(why, cap, "attention width %u heads x %u is too large", hp.n_head, hp.head_dim_k);
     /* Context extension (YaRN) changes the rotary angles; this code computes
      * plain RoPE only, so it declines rather than run the file wrongly. */
-    const char *scaling = NULL;
-    if (gufo_gguf_get_string(gguf, "qwen3.rope.scaling.type", &scaling, NULL) == GUFO_OK &&
-        strcmp(scaling, "none") != 0)
-        return fail(why, cap, "qwen3.rope.scaling.type is '%s'; qwen-cpu implements unscaled RoPE only", scaling);
+    gufo_gguf_value scaling;
+    if (gufo_gguf_find(gguf, "qwen3.rope.scaling.type", &scaling) == GUFO_OK &&
+        !check_string(gguf, "qwen3.rope.scaling.type", "none", "; qwen-cpu implements unscaled RoPE only", why, cap))
+        return false;
 
     gufo_tensor_info embd;
     if (gufo_gguf_find_tensor(gguf, "token_embd.weight", &embd) != GUFO_OK)

@@ -72,15 +72,11 @@ static gufo_status optional_id(const gufo_gguf *gguf, const char *key, int32_t n
 
 static gufo_status require_string(const gufo_gguf *gguf, const char *key, const char *want, gufo_error *err)
 {
-    const char *value;
-    gufo_status st = gufo_gguf_get_string(gguf, key, &value, err);
+    /* Compared with its length: a GGUF string may hold a NUL ("gpt2\0x" is not "gpt2"). */
+    gufo_status st = gufo_gguf_expect_string(gguf, key, want, err);
     if (st == GUFO_E_NOT_FOUND)
         return gufo_error_set(err, st, "%s is missing; the qwen tokenizer needs '%s'", key, want);
-    if (st != GUFO_OK)
-        return st;
-    if (strcmp(value, want) != 0)
-        return gufo_error_set(err, GUFO_E_UNSUPPORTED, "%s is '%s'; the qwen tokenizer needs '%s'", key, value, want);
-    return GUFO_OK;
+    return st; /* the detail names the key, what it holds and what is needed */
 }
 
 static gufo_status require_array(const gufo_gguf *gguf, const char *key, gufo_gguf_type element, const char *what,
@@ -100,8 +96,12 @@ static gufo_status require_array(const gufo_gguf *gguf, const char *key, gufo_gg
         default:
             break;
         }
+    if (!ok && v->type != GUFO_GGUF_ARRAY)
+        return gufo_error_set(err, GUFO_E_FORMAT, "%s has type %s; expected an array of %s", key,
+                              gufo_gguf_type_name(v->type), what);
     if (!ok)
-        return gufo_error_set(err, GUFO_E_FORMAT, "%s is not an array of %s", key, what);
+        return gufo_error_set(err, GUFO_E_FORMAT, "%s has type array of %s; expected an array of %s", key,
+                              gufo_gguf_type_name(v->array_type), what);
     return GUFO_OK;
 }
 

@@ -42,7 +42,15 @@ GUFO_EXT_API const char *gufo_artifact_format(const gufo_artifact *artifact);
 
 /**
  * The architecture the file declares (`general.architecture` for GGUF), or ""
- * when absent. Borrowed.
+ * when absent or not a string. Borrowed.
+ *
+ * Since 0.1.8 a declared value that a C string cannot show as it is comes
+ * escaped: a NUL byte as the two characters \0, other control bytes and
+ * bytes that are not UTF-8 as \n, \t, \r or \xNN (cut with "..." past 255
+ * bytes). A file declaring "qwen3\0evil" therefore reads as `qwen3\0evil`,
+ * which never equals "qwen3" (before 0.1.8 it read as "qwen3"). Probes that
+ * need the exact bytes, or want the type named when the key is not a string,
+ * call gufo_gguf_expect_string() on gufo_artifact_gguf().
  * @since 0.1.1
  */
 GUFO_EXT_API const char *gufo_artifact_architecture(const gufo_artifact *artifact);

@@ -191,9 +191,53 @@ GUFO_EXT_API gufo_status gufo_gguf_get_i64(const gufo_gguf *gguf, const char *ke
 GUFO_EXT_API gufo_status gufo_gguf_get_f32(const gufo_gguf *gguf, const char *key, float *out, gufo_error *err);
 /** @copydoc gufo_gguf_get_u32 @since 0.1.1 */
 GUFO_EXT_API gufo_status gufo_gguf_get_bool(const gufo_gguf *gguf, const char *key, bool *out, gufo_error *err);
-/** @copydoc gufo_gguf_get_u32 @since 0.1.1 */
+/**
+ * @copydoc gufo_gguf_get_u32
+ * A GGUF string carries its length and may hold NUL bytes, which a C string
+ * cannot: since 0.1.8 a string value with a NUL byte fails with GUFO_E_FORMAT
+ * (detail: the key, the length and where the first NUL is) instead of handing
+ * out the part before the NUL, which a caller would compare as if it were the
+ * whole value ("qwen3\0evil" read as "qwen3"). Read such values with
+ * gufo_gguf_get_string_len(); compare with gufo_gguf_expect_string().
+ * @since 0.1.1
+ */
 GUFO_EXT_API gufo_status gufo_gguf_get_string(const gufo_gguf *gguf, const char *key, const char **out,
                                               gufo_error *err);
+
+/**
+ * The string value of `key` with its length in bytes: `*data` points at
+ * `*len` bytes (embedded NULs included, then a terminating NUL), borrowed
+ * like every value. Either out pointer may be NULL. Errors as
+ * gufo_gguf_get_string(), except that a NUL inside the value is no error.
+ * Thread-safe like every reader call.
+ * @since 0.1.8
+ */
+GUFO_EXT_API gufo_status gufo_gguf_get_string_len(const gufo_gguf *gguf, const char *key, const char **data,
+                                                  uint64_t *len, gufo_error *err);
+
+/**
+ * Checks that `key` holds exactly the string `expected`: the same length and
+ * the same bytes, so a value with a NUL byte never equals a shorter name.
+ * Returns GUFO_OK when it does; GUFO_E_NOT_FOUND when the key is absent
+ * (detail "metadata key 'K' not found"); GUFO_E_FORMAT when the value is not
+ * a string (detail names the key, the type found and "expected string");
+ * GUFO_E_UNSUPPORTED when it is another string, with the detail
+ * "K is 'VALUE', not 'EXPECTED'", where NUL, control and non-UTF-8 bytes of
+ * VALUE are escaped (\0, \n, \xNN) and a long value is cut with "...".
+ * Probes call it for general.architecture and similar identity keys; the
+ * detail is a ready decline reason.
+ * @since 0.1.8
+ */
+GUFO_EXT_API gufo_status gufo_gguf_expect_string(const gufo_gguf *gguf, const char *key, const char *expected,
+                                                 gufo_error *err);
+
+/**
+ * GGUF spelling of a metadata value type ("uint32", "string", "array"), for
+ * messages such as "has type uint32; expected string"; "unknown" for a value
+ * outside the enumeration. Static string; thread-safe.
+ * @since 0.1.8
+ */
+GUFO_EXT_API const char *gufo_gguf_type_name(gufo_gguf_type type);
 
 /**
  * Array element access for a value of type GUFO_GGUF_ARRAY. `index` must be
