@@ -473,6 +473,24 @@ static bool limit_reached(const srv_job *job)
     return job->max_tokens >= 0 && job->n_taken >= (uint64_t)job->max_tokens;
 }
 
+/* Appends `len` > 0 bytes to the text not yet released; false when memory ran out. */
+static bool gen_append(srv_job *job, const char *text, size_t len)
+{
+    if (job->gen_len + len > job->gen_cap) {
+        size_t cap = job->gen_cap ? job->gen_cap : 64;
+        while (cap < job->gen_len + len)
+            cap *= 2;
+        char *grown = realloc(job->gen, cap);
+        if (!grown)
+            return false;
+        job->gen = grown;
+        job->gen_cap = cap;
+    }
+    memcpy(job->gen + job->gen_len, text, len);
+    job->gen_len += len;
+    return true;
+}
+
 /*
  * Takes one token the model produced for `job` (the same rules as `gufo
  * prompt`, so greedy output matches it). Returns true when the job goes on
@@ -497,20 +515,13 @@ static bool job_take_token(srv_sched *s, srv_job *job, gufo_token token)
     }
     size_t len = 0;
     const char *text = gufo_text_buffer_data(s->piece, &len);
-    if (job->gen_len + len > job->gen_cap) {
-        size_t cap = job->gen_cap ? job->gen_cap : 64;
-        while (cap < job->gen_len + len)
-            cap *= 2;
-        char *grown = realloc(job->gen, cap);
-        if (!grown) {
-            job_fail(s, job, "buffering output", GUFO_E_NO_MEMORY, NULL);
-            return false;
-        }
-        job->gen = grown;
-        job->gen_cap = cap;
+    /* A token that ends half-way through a character gives no text yet (the detokenizer holds its
+     * bytes back), and when it is the first one `gen` does not exist yet: copying even 0 bytes into
+     * NULL is undefined, and the sanitizer build aborts on it. */
+    if (len > 0 && !gen_append(job, text, len)) {
+        job_fail(s, job, "buffering output", GUFO_E_NO_MEMORY, NULL);
+        return false;
     }
-    memcpy(job->gen + job->gen_len, text, len);
-    job->gen_len += len;
     job->n_taken++;
 
     /* A stop string ends the output before it; the stop string itself is never shown. When one
@@ -538,7 +549,8 @@ static bool job_take_token(srv_sched *s, srv_job *job, gufo_token token)
         job_fail(s, job, "buffering output", GUFO_E_NO_MEMORY, NULL);
         return false;
     }
-    memmove(job->gen, job->gen + release, hold);
+    if (release > 0 && hold > 0)
+        memmove(job->gen, job->gen + release, hold);
     job->gen_len = hold;
 
     if (limit_reached(job)) {
