@@ -398,6 +398,7 @@ function(gufo_extensions_process)
         list(JOIN problems "\n" problems)
         _gufo_fail("gufo: extension build files break the SDK's rules:" "${problems}")
     endif()
+    _gufo_add_api_ledger()
     foreach(name IN LISTS GUFO_EXT_SELECTED)
         _gufo_add_symbol_audit(${name})
     endforeach()
@@ -692,21 +693,44 @@ function(_gufo_check_extension name problems_var)
     set(${problems_var} ${problems} PARENT_SCOPE)
 endfunction()
 
+# The API ledger, ${CMAKE_BINARY_DIR}/gufo_generated/api_ledger.json: every
+# function of the public headers with the revision that added it (its @since),
+# generated from the headers this build compiles against (Gufo's tree or the
+# installed SDK), so no list is kept by hand. The symbol audits read it.
+function(_gufo_add_api_ledger)
+    set(ledger ${CMAKE_BINARY_DIR}/gufo_generated/api_ledger.json)
+    file(GLOB_RECURSE headers CONFIGURE_DEPENDS ${GUFO_PUBLIC_INCLUDE_DIR}/gufo/ext/*.h
+                                                ${GUFO_PUBLIC_INCLUDE_DIR}/gufo/ext/*.h.in)
+    add_custom_command(OUTPUT ${ledger}
+        COMMAND ${GUFO_PYTHON} ${GUFO_SDK_TOOL} api-ledger --include-dir ${GUFO_PUBLIC_INCLUDE_DIR} --out ${ledger}
+        DEPENDS ${headers} ${GUFO_SDK_TOOL}
+        COMMENT "gufo: the API ledger (the revision of every public function)"
+        VERBATIM)
+    add_custom_target(gufo_api_ledger DEPENDS ${ledger})
+    set_property(GLOBAL PROPERTY GUFO_API_LEDGER ${ledger})
+endfunction()
+
 # The symbol audit of one extension: a custom target, part of ALL and a
 # dependency of every executable with a registry and of the extension's own
 # executables and tests, that fails the build when a
 # library imports a symbol from outside the extension, the runtime's exports
-# and the allowlisted system libraries (gufo_sdk.py audit-symbols).
+# and the allowlisted system libraries, or calls a runtime function newer than
+# the manifest's api_version (gufo_sdk.py audit-symbols).
 function(_gufo_add_symbol_audit name)
     get_property(built GLOBAL PROPERTY GUFO_EXTENSION_${name}_BUILT)
-    set(args --extension ${name} --runtime $<TARGET_FILE:${GUFO_RUNTIME_TARGET}> --cc ${CMAKE_C_COMPILER}
-             --nm ${CMAKE_NM} --allowlist ${GUFO_SDK_ALLOWLIST})
+    get_property(ledger GLOBAL PROPERTY GUFO_API_LEDGER)
+    set(args --extension ${name} --manifest ${GUFO_EXT_${name}_SHOWN} --runtime $<TARGET_FILE:${GUFO_RUNTIME_TARGET}>
+             --cc ${CMAKE_C_COMPILER} --nm ${CMAKE_NM} --allowlist ${GUFO_SDK_ALLOWLIST}
+             --api-requirement ${GUFO_EXT_${name}_API_REQUIREMENT} --api-ledger ${ledger})
+    if(GUFO_EXT_${name}_DYNAMIC_LOADING)
+        list(APPEND args --dynamic-loading)  # the manifest says why it uses dlopen/dlsym
+    endif()
     # An installed runtime (imported target) is a file to depend on; the in-tree one a target to build first.
     get_target_property(runtime_imported ${GUFO_RUNTIME_TARGET} IMPORTED)
     if(runtime_imported)
-        set(depends $<TARGET_FILE:${GUFO_RUNTIME_TARGET}> ${GUFO_SDK_TOOL} ${GUFO_SDK_ALLOWLIST})
+        set(depends $<TARGET_FILE:${GUFO_RUNTIME_TARGET}> ${GUFO_SDK_TOOL} ${GUFO_SDK_ALLOWLIST} ${ledger})
     else()
-        set(depends ${GUFO_RUNTIME_TARGET} ${GUFO_SDK_TOOL} ${GUFO_SDK_ALLOWLIST})
+        set(depends ${GUFO_RUNTIME_TARGET} ${GUFO_SDK_TOOL} ${GUFO_SDK_ALLOWLIST} ${ledger})
     endif()
     set(have_library FALSE)
     foreach(target IN LISTS built)
@@ -750,6 +774,7 @@ function(_gufo_add_symbol_audit name)
         COMMENT "gufo: auditing the symbols extension ${name} imports"
         VERBATIM)
     add_custom_target(gufo_audit_${name} ALL DEPENDS ${stamp})
+    add_dependencies(gufo_audit_${name} gufo_api_ledger)
     set_property(GLOBAL APPEND PROPERTY GUFO_AUDIT_TARGETS gufo_audit_${name})
     # The extension's own tools and tests link its libraries too: audit first,
     # so a forbidden import is reported as such, not as a bare linker error.

@@ -9,7 +9,10 @@ Subcommands:
                      select, check collisions, evaluate target requirements,
                      write the CMake/JSON data files and constants headers
   registry           write the registry C file of one executable
-  audit-symbols      check what an extension's built libraries import
+  api-ledger         write the API ledger: every public function with the
+                     revision that added it (its @since in the headers)
+  audit-symbols      check what an extension's built libraries import, and
+                     that its declared api_version covers what they call
   check-boundaries   host code never includes extension code and back
   check-api-records  API-surface changes come with a change record; records
                      are never edited
@@ -758,13 +761,20 @@ def extension_record(ext, origin, depends, have):
         } for p in m["providers"]],
         "options": options, "targets": targets,
         "tests": [{"name": t["name"], "fragment": str(ext.dir / t["fragment"])} for t in m.get("tests", [])],
+        "dynamic_loading": m.get("dynamic_loading"),
     }
 
 
 def summary_line(rec):
     providers = ", ".join(p["id"] for p in rec["providers"]) or "none"
-    return (f"gufo: extension {rec['name']} {rec['version']} ({rec['origin']}, {rec['shown_dir']}): "
+    line = (f"gufo: extension {rec['name']} {rec['version']} ({rec['origin']}, {rec['shown_dir']}): "
             f"providers {providers}")
+    loading = rec.get("dynamic_loading")
+    if loading:
+        # Said at every configure: what it loads is outside the audit.
+        loaded = ", ".join(loading.get("libraries", [])) or "no library (dlsym only)"
+        line += f"; loads code at run time ({loaded}): {loading['reason']}"
+    return line
 
 
 def constants_header(rec):
@@ -882,6 +892,9 @@ def cmake_data(records, allowlist, configure_depends):
         setv(pre + "CMAKE", r["cmake"])
         setv(pre + "SHOWN_CMAKE", r["shown"][: -len("extension.json")] + "extension.cmake")
         setv(pre + "VERSION", r["version"])
+        setv(pre + "SHOWN", r["shown"])
+        setv(pre + "API_REQUIREMENT", r["api_requirement"])
+        setv(pre + "DYNAMIC_LOADING", r["dynamic_loading"] is not None)
         setv(pre + "DEPENDS", r["depends"])
         setv(pre + "TARGETS", [t["name"] for t in r["targets"]])
         setv(pre + "REGISTRY_TARGETS", sorted({r["target"]} | {p["target"] for p in r["providers"]}))
@@ -1149,6 +1162,70 @@ def cmd_registry(args):
     write_if_changed(args.out, registry_source(data, built, args.executable))
 
 
+# ---------------------------------------------------------------- api-ledger
+
+SINCE_RE = re.compile(r"@since\s+0\.([0-9]+)\.([0-9]+)\b")
+COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+API_MARKER_RE = re.compile(r"\bGUFO_EXT_API\b")
+FUNCTION_NAME_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def api_ledger(include_dir):
+    """{function: {"since": "0.M.R" or None, "header", "line"}} of every GUFO_EXT_API
+    function in <include_dir>/gufo/ext, read from the headers themselves.
+
+    The headers' style (docs/api-versioning.md) puts a /** ... @since 0.M.R */
+    comment right before each declaration; `tools/gen_api_docs.py --check`
+    fails a declaration without one. So this is a scanner for that style, not
+    a C parser: a declaration is the text from GUFO_EXT_API to the next ';' or
+    '{', its name the identifier before the first '('."""
+    root = Path(include_dir)
+    ledger = {}
+    # In Gufo's tree version.h is a configure template (version.h.in); an
+    # installed SDK has the header itself. Both declare the same functions.
+    headers = list((root / "gufo" / "ext").rglob("*.h")) + list((root / "gufo" / "ext").rglob("*.h.in"))
+    for header in sorted(headers):
+        shown = header.relative_to(root).as_posix().removesuffix(".in")
+        text = header.read_text(encoding="utf-8", errors="replace")
+        comments = [(m.start(), m.end()) for m in COMMENT_RE.finditer(text)]
+        for m in API_MARKER_RE.finditer(text):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            if text[line_start:m.start()].lstrip().startswith("#"):
+                continue  # the macro's own definition
+            if any(start <= m.start() < end for start, end in comments):
+                continue
+            end = min((i for i in (text.find(";", m.end()), text.find("{", m.end())) if i >= 0), default=len(text))
+            name = FUNCTION_NAME_RE.search(text, m.end(), end)
+            if not name:
+                continue
+            doc = next((c for c in reversed(comments) if c[1] <= m.start()), None)
+            since = None
+            if doc and not text[doc[1]:m.start()].strip() and text.startswith("/**", doc[0]):
+                tag = SINCE_RE.search(text, doc[0], doc[1])
+                since = f"0.{tag.group(1)}.{tag.group(2)}" if tag else None
+            ledger[name.group(1)] = {"since": since, "header": shown,
+                                     "line": text.count("\n", 0, m.start()) + 1}
+    return ledger
+
+
+def cmd_api_ledger(args):
+    ledger = api_ledger(args.include_dir)
+    if not ledger:
+        raise SdkError(f"{args.include_dir}/gufo/ext: no GUFO_EXT_API function found: not the public include "
+                       "directory?")
+    write_if_changed(args.out, json.dumps({
+        "about": "Every function of the public API with the revision that added it (its @since), generated by "
+                 "gufo_sdk.py api-ledger from the headers; the symbol audit holds each extension's api_version "
+                 "against the functions its libraries call.",
+        "functions": ledger}, indent=2, sort_keys=True) + "\n")
+
+
+def version_key(text):
+    """'0.1.4' -> (1, 4)."""
+    parts = text.split(".")
+    return int(parts[1]), int(parts[2])
+
+
 # ---------------------------------------------------------------- audit-symbols
 
 
@@ -1223,9 +1300,27 @@ def cmd_audit_symbols(args):
         consulted.append(lib)
         system_defined |= nm_symbols(args.nm, path, dynamic=not path.endswith(".a"))[0]
 
+    # The API floor: the revision the manifest declares must have every
+    # runtime function the libraries call (the ledger says when each came).
+    floor = parse_requirement(args.api_requirement) if args.api_requirement else None
+    ledger = load_json(args.api_ledger, args.api_ledger)["functions"] if args.api_ledger else {}
+    too_new = []  # (target, symbol, since, header)
+    loaders = set(allowlist.get("dynamic_loading_symbols", []))
     problems = []
     for target, undefined in sorted(undefined_by_target.items()):
         for sym in sorted(undefined):
+            if sym in loaders and sym not in ext_defined and not args.dynamic_loading:
+                where = f" ({args.manifest})" if args.manifest else ""
+                problems.append(f"extension '{args.extension}'{where}: library '{target}' imports {sym}(), which "
+                                "loads code (or finds symbols) at run time, past the link allowlist and this audit: "
+                                "link what it needs instead (sdk/allowlist.json), or declare why in the manifest "
+                                "(\"dynamic_loading\": {\"reason\": ..., \"libraries\": [...]}, docs/manifest.md)")
+                continue
+            if sym in runtime_exports and sym not in ext_defined and floor:
+                entry = ledger.get(sym) or {}
+                since = entry.get("since")
+                if since and version_key(since) > floor:
+                    too_new.append((target, sym, since, entry.get("header", "?")))
             if sym in ext_defined or sym in runtime_exports:
                 continue
             if sym.startswith("gufo_"):
@@ -1238,6 +1333,15 @@ def cmd_audit_symbols(args):
                                 "is defined neither by the extension's own libraries nor by gufo_ext_runtime, and "
                                 f"is not on the allowlist (sdk/allowlist.json; libraries consulted: "
                                 f"{', '.join(consulted)}{note})")
+    if too_new:
+        needed = max((since for _, _, since, _ in too_new), key=version_key)
+        where = f" ({args.manifest})" if args.manifest else ""
+        for target, sym, since, header in too_new:
+            problems.append(f"extension '{args.extension}'{where} declares \"api_version\": "
+                            f"\"{args.api_requirement}\", but library '{target}' calls {sym}(), which API {since} "
+                            f"added (<{header}>): declare \"api_version\": \">= {needed}\", the newest revision "
+                            "the extension uses, so a Gufo without it refuses the extension instead of failing to "
+                            "load")
     if problems:
         raise SdkError(problems)
     if args.stamp:
@@ -1461,8 +1565,19 @@ def main(argv=None):
     p.add_argument("--executable", required=True)
     p.set_defaults(func=cmd_registry)
 
+    p = sub.add_parser("api-ledger", help="write every public function with the revision that added it (JSON)")
+    p.add_argument("--include-dir", required=True, help="the public include directory (holds gufo/ext/*.h)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_api_ledger)
+
     p = sub.add_parser("audit-symbols", help="check the symbols an extension's libraries import")
     p.add_argument("--extension", required=True)
+    p.add_argument("--manifest", help="the extension's manifest, as messages show it")
+    p.add_argument("--api-requirement", help="the manifest's api_version, e.g. '>= 0.1.1'")
+    p.add_argument("--api-ledger", help="the ledger api-ledger wrote; with --api-requirement, calls to "
+                                        "functions newer than the requirement fail the audit")
+    p.add_argument("--dynamic-loading", action="store_true",
+                   help="the manifest declares dynamic_loading: importing dlopen/dlsym is allowed")
     p.add_argument("--library", action="append", default=[], help="TARGET=ARCHIVE of the extension (repeat)")
     p.add_argument("--dependency-library", action="append", default=[],
                    help="archive of an extension this one depends on (repeat)")

@@ -199,6 +199,41 @@ def standalone_extension(name, m, cmake=None, files=None):
     return directory
 
 
+def plant_audit_cases(where):
+    """Extensions under `where` whose libraries break the audit's rules, and one that keeps them.
+
+    floorless declares ">= 0.1.1" but calls gufo_step_output_deliver() (0.1.4);
+    loader calls dlopen()/dlsym() without declaring why; declared_loader does
+    both with ">= 0.1.4" and "dynamic_loading" declared, and must pass.
+    Returns the names of the extensions that must fail."""
+    deliver = ("#include <gufo/ext/text_generation.h>\n\n"
+               "gufo_status {name}_deliver(const gufo_step_output *output, const float *logits, int32_t n, "
+               "gufo_error *err);\n"
+               "gufo_status {name}_deliver(const gufo_step_output *output, const float *logits, int32_t n, "
+               "gufo_error *err)\n{{\n    return gufo_step_output_deliver(output, logits, n, NULL, err);\n}}\n")
+    load = ("#include <dlfcn.h>\n#include <stddef.h>\n\n"
+            "int {name}_load(void);\n"
+            "int {name}_load(void)\n{{\n    void *library = dlopen(\"libz.so.1\", RTLD_NOW);\n"
+            "    return library != NULL && dlsym(library, \"zlibVersion\") != NULL;\n}}\n")
+    cmake = "gufo_extension_library({name} SOURCES entry.c use.c)\n"
+    write_extension(Path(where) / "floorless", manifest("floorless", api=">= 0.1.1"),
+                    cmake.format(name="floorless"), {"use.c": deliver.format(name="floorless")})
+    write_extension(Path(where) / "loader", manifest("loader"), cmake.format(name="loader"),
+                    {"use.c": load.format(name="loader")})
+    declared = manifest("declared_loader", api=">= 0.1.4")
+    declared["dynamic_loading"] = {"reason": "Uses zlib when the system has it, and works without it",
+                                   "libraries": ["libz.so.1"]}
+    write_extension(Path(where) / "declared_loader", declared, cmake.format(name="declared_loader"),
+                    {"use.c": load.format(name="declared_loader") + deliver.format(name="declared_loader")})
+    return ["floorless", "loader"]
+
+
+def build_keep_going(build_dir):
+    """Builds everything that can be built, so each audit reports its own failure."""
+    keep_going = ["--", "-k", "0"] if GENERATOR == "Ninja" else ["--", "-k"]
+    return run([CMAKE, "--build", build_dir] + keep_going)
+
+
 class SdkTestCase(unittest.TestCase):
     maxDiff = None
 
@@ -207,6 +242,18 @@ class SdkTestCase(unittest.TestCase):
         self.assertNotEqual(rc, 0, f"configure succeeded but should have failed:\n{out}")
         for m in messages:
             self.assertIn(m, out)
+
+    def assertAuditCases(self, out, failing, shown, build_dir):
+        """The messages plant_audit_cases() must produce; `shown(name)` is a manifest as messages show it."""
+        self.assertEqual(failing, ["floorless", "loader"])
+        self.assertIn(f"extension 'floorless' ({shown('floorless')}) declares \"api_version\": \">= 0.1.1\", but "
+                      "library 'floorless' calls gufo_step_output_deliver(), which API 0.1.4 added "
+                      "(<gufo/ext/text_generation.h>): declare \"api_version\": \">= 0.1.4\"", out)
+        for function in ("dlopen", "dlsym"):
+            self.assertIn(f"extension 'loader' ({shown('loader')}): library 'loader' imports {function}(), which "
+                          "loads code (or finds symbols) at run time, past the link allowlist and this audit", out)
+        self.assertNotIn("extension 'declared_loader'", out)
+        self.assertTrue((build_dir / "gufo_generated" / "audit" / "declared_loader.stamp").is_file(), out)
 
     def assertOk(self, result):
         rc, out = result
@@ -559,19 +606,39 @@ class BuildRuleTests(SdkTestCase):
             s.configure(), "extension 'lazy' (examples/lazy/extension.cmake): target 'lazy' is declared in "
                            "extension.json and can be built here, but extension.cmake does not create it")
 
-    def test_forbidden_symbol(self):
-        s = Scratch("forbidden_symbol")
-        m = manifest("sneaky")
-        s.add("examples", m, cmake="gufo_extension_library(sneaky SOURCES entry.c sneak.c)\n", files={
+    def test_build_audit(self):
+        """The post-build audit in Gufo's tree: runtime internals, the API floor, undeclared dlopen."""
+        s = Scratch("build_audit")
+        s.add("examples", manifest("sneaky"), cmake="gufo_extension_library(sneaky SOURCES entry.c sneak.c)\n", files={
             "sneak.c": "/* Declares a runtime internal itself: the audit must catch the import. */\n"
                        "void gufo__registry_internal(void);\n"
                        "void sneaky_poke(void);\n"
                        "void sneaky_poke(void)\n{\n    gufo__registry_internal();\n}\n"})
+        expected = plant_audit_cases(s.src / "examples")
         self.assertOk(s.configure())
-        rc, out = s.build("gufo_audit_sneaky")
+        rc, out = build_keep_going(s.build_dir)
         self.assertNotEqual(rc, 0, out)
         self.assertIn("extension 'sneaky': library 'sneaky' imports symbol 'gufo__registry_internal' which "
                       "gufo_ext_runtime does not export: only the public API in include/gufo/ext may be used", out)
+        self.assertAuditCases(out, expected, lambda name: f"examples/{name}/extension.json", s.build_dir)
+
+
+    def test_installed_build_audit(self):
+        """The same audit out of tree: planted extensions built in a project against the installed SDK."""
+        project = WORK / "installed_build_audit" / "project"
+        shutil.rmtree(project.parent, ignore_errors=True)
+        expected = plant_audit_cases(project / "models")
+        (project / "CMakeLists.txt").write_text(
+            "cmake_minimum_required(VERSION 3.25)\nproject(planted C)\nfind_package(GufoExt REQUIRED)\n"
+            "gufo_extensions_process(SEARCH_DIRS ${CMAKE_CURRENT_SOURCE_DIR}/models)\n")
+        rc, out, build = configure_out_of_tree("installed_build_audit", project)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("-- gufo: extension declared_loader 0.1.0 (community, models/declared_loader): providers "
+                      "declared-loader-text; loads code at run time (libz.so.1): Uses zlib when the system has it",
+                      out)
+        rc, out = build_keep_going(build)
+        self.assertNotEqual(rc, 0, out)
+        self.assertAuditCases(out, expected, lambda name: f"models/{name}/extension.json", build)
 
 
 class CheckerTests(SdkTestCase):
