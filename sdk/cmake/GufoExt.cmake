@@ -255,6 +255,19 @@ function(_gufo_extension_target kind target)
                                                  ${GUFO_GENERATED_INCLUDE_DIR})
     target_link_libraries(${target} PRIVATE ${GUFO_RUNTIME_TARGET} ${ARG_LINK})
     gufo_apply_project_warnings(${target})
+    # Every translation unit is compiled through gufo_sdk.py check-includes,
+    # which then holds each header it actually included (the compiler's
+    # dependency file) against the extension's include rules: an absolute or
+    # "../../" path reaches past the include directories checked below. A
+    # launcher already set (ccache) runs after it.
+    foreach(language C CUDA HIP)
+        get_target_property(launcher ${target} ${language}_COMPILER_LAUNCHER)
+        if(NOT launcher)
+            set(launcher "")
+        endif()
+        set_property(TARGET ${target} PROPERTY ${language}_COMPILER_LAUNCHER
+                     ${_GUFO_INCLUDE_CHECK_${GUFO_EXTENSION_NAME}} -- ${launcher})
+    endforeach()
     set_property(TARGET ${target} PROPERTY GUFO_EXTENSION ${GUFO_EXTENSION_NAME})
     set_property(GLOBAL APPEND PROPERTY GUFO_EXTENSION_${GUFO_EXTENSION_NAME}_BUILT ${target})
 
@@ -505,6 +518,8 @@ set(_GUFO_DIRECTORY_PROPERTIES INCLUDE_DIRECTORIES COMPILE_OPTIONS COMPILE_DEFIN
 # Includes one extension.cmake in its own function scope (its variables do not
 # leak into the next one) and rejects changes to directory-level settings.
 function(_gufo_include_extension name)
+    set(_GUFO_INCLUDE_CHECK_${name} ${GUFO_PYTHON} ${GUFO_SDK_TOOL} check-includes --rules
+        ${CMAKE_BINARY_DIR}/gufo_generated/include_rules/${name}.json)
     set(GUFO_EXTENSION_NAME ${name})
     set(GUFO_EXTENSION_DIR ${GUFO_EXT_${name}_DIR})
     set(GUFO_EXTENSION_BINARY_DIR ${CMAKE_BINARY_DIR}/gufo_extensions/${name})
@@ -582,6 +597,15 @@ function(_gufo_check_extension name problems_var)
                                    "which applies the SDK's settings and checks")
             continue()
         endif()
+        foreach(language C CUDA HIP)
+            get_target_property(launcher ${target} ${language}_COMPILER_LAUNCHER)
+            list(FIND launcher check-includes at)
+            if(NOT at EQUAL 2)
+                _gufo_problem(problems "${where}: target '${target}' replaces its ${language}_COMPILER_LAUNCHER, "
+                                       "through which the SDK checks what each file includes (set "
+                                       "CMAKE_${language}_COMPILER_LAUNCHER before configuring to add your own)")
+            endif()
+        endforeach()
 
         set(include_dirs "")
         foreach(property INCLUDE_DIRECTORIES INTERFACE_INCLUDE_DIRECTORIES INTERFACE_SYSTEM_INCLUDE_DIRECTORIES)
@@ -690,7 +714,110 @@ function(_gufo_check_extension name problems_var)
     endforeach()
     list(REMOVE_DUPLICATES link_items)
     set_property(GLOBAL PROPERTY GUFO_EXTENSION_${name}_LINK_ITEMS ${link_items})
+    _gufo_write_include_rules(${name} "${include_roots}" "${link_items}")
     set(${problems_var} ${problems} PARENT_SCOPE)
+endfunction()
+
+# A JSON string literal for `text` (paths: backslashes and quotes escaped).
+function(_gufo_json_string out text)
+    string(REPLACE "\\" "\\\\" text "${text}")
+    string(REPLACE "\"" "\\\"" text "${text}")
+    set(${out} "\"${text}\"" PARENT_SCOPE)
+endfunction()
+
+# The include directories an imported link item (and what it links in turn)
+# brings: an allowlisted library's headers may be included.
+function(_gufo_link_include_dirs out)
+    set(pending ${ARGN})
+    set(seen "")
+    set(dirs "")
+    while(pending)
+        list(POP_FRONT pending item)
+        string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" item "${item}")
+        if(item IN_LIST seen OR NOT TARGET ${item})
+            continue()
+        endif()
+        list(APPEND seen ${item})
+        foreach(property INTERFACE_INCLUDE_DIRECTORIES INTERFACE_SYSTEM_INCLUDE_DIRECTORIES INTERFACE_LINK_LIBRARIES)
+            get_target_property(values ${item} ${property})
+            if(NOT values)
+                continue()
+            endif()
+            foreach(value IN LISTS values)
+                if(property STREQUAL "INTERFACE_LINK_LIBRARIES")
+                    list(APPEND pending ${value})
+                elseif(NOT value MATCHES "\\$<")
+                    list(APPEND dirs ${value})
+                endif()
+            endforeach()
+        endforeach()
+    endwhile()
+    set(${out} ${dirs} PARENT_SCOPE)
+endfunction()
+
+# Writes gufo_generated/include_rules/<name>.json, what `gufo_sdk.py
+# check-includes` holds every included header against: the include roots of
+# sdk/allowlist.json (public API, generated headers, the extension's own
+# directories), the directories of the extensions it depends on, the
+# compilers' own and the system's include directories, the headers of the
+# allowlisted libraries it links, and its targets' object directories
+# (precompiled headers, unity sources).
+function(_gufo_write_include_rules name include_roots link_items)
+    set(roots ${include_roots})
+    foreach(dep IN LISTS GUFO_EXT_${name}_DEPENDS)
+        list(APPEND roots ${GUFO_EXT_${dep}_DIR} ${CMAKE_BINARY_DIR}/gufo_extensions/${dep})
+    endforeach()
+    foreach(language C CXX CUDA HIP)
+        list(APPEND roots ${CMAKE_${language}_IMPLICIT_INCLUDE_DIRECTORIES})
+    endforeach()
+    list(APPEND roots ${CMAKE_CUDA_TOOLKIT_INCLUDE_DIRECTORIES} ${CUDAToolkit_INCLUDE_DIRS})
+    _gufo_link_include_dirs(link_dirs ${link_items})
+    list(APPEND roots ${link_dirs})
+    foreach(target IN LISTS GUFO_EXT_${name}_TARGETS)
+        list(APPEND roots ${CMAKE_BINARY_DIR}/CMakeFiles/${target}.dir)
+    endforeach()
+    list(REMOVE_DUPLICATES roots)
+    set(items "")
+    foreach(root IN LISTS roots)
+        _gufo_json_string(quoted "${root}")
+        list(APPEND items "{\"path\": ${quoted}}")
+    endforeach()
+    list(JOIN items ",\n    " items)
+    # In Gufo's tree, say whose code a forbidden header is.
+    set(labels "")
+    foreach(area host runtime)
+        if(IS_DIRECTORY ${_gufo_sdk_parent}/${area})
+            _gufo_json_string(quoted "${_gufo_sdk_parent}/${area}")
+            if(area STREQUAL "host")
+                list(APPEND labels "{\"path\": ${quoted}, \"what\": \"Gufo's host code\"}")
+            else()
+                list(APPEND labels "{\"path\": ${quoted}, \"what\": \"the runtime's private code\"}")
+            endif()
+        endif()
+    endforeach()
+    list(JOIN labels ", " labels)
+    # Paths are shown relative to the source tree, except where the tree is the
+    # extension itself (a standalone build), as in the configure's messages.
+    set(show_base null)
+    if(NOT EXISTS ${CMAKE_SOURCE_DIR}/extension.json)
+        _gufo_json_string(show_base "${CMAKE_SOURCE_DIR}")
+    endif()
+    string(CONCAT text
+        "{\n  \"extension\": \"${name}\",\n"
+        "  \"allowed\": \"the public API (<gufo/ext/...>), the generated headers, the extension's own directory "
+        "and build directory, the extensions it depends on, and the headers of the compilers, the system and the "
+        "allowlisted libraries it links\",\n"
+        "  \"show_base\": ${show_base},\n"
+        "  \"labels\": [${labels}],\n"
+        "  \"roots\": [\n    ${items}\n  ]\n}\n")
+    set(file ${CMAKE_BINARY_DIR}/gufo_generated/include_rules/${name}.json)
+    set(old "")
+    if(EXISTS ${file})
+        file(READ ${file} old)
+    endif()
+    if(NOT old STREQUAL text)
+        file(WRITE ${file} "${text}")
+    endif()
 endfunction()
 
 # The API ledger, ${CMAKE_BINARY_DIR}/gufo_generated/api_ledger.json: every

@@ -13,6 +13,10 @@ Subcommands:
                      revision that added it (its @since in the headers)
   audit-symbols      check what an extension's built libraries import, and
                      that its declared api_version covers what they call
+  check-includes     compiler launcher of every extension target: compiles,
+                     then checks every header the translation unit actually
+                     included (the compiler's dependency file) against the
+                     directories extension code may include from
   check-boundaries   host code never includes extension code and back
   check-api-records  API-surface changes come with a change record; records
                      are never edited
@@ -67,7 +71,7 @@ RESERVED_OPTIONS = (
     "presence-penalty", "frequency-penalty", "speculative", "json", "section", "verbose", "quiet",
     "n-predict", "prompt", "system", "repetitions", "depth",
     "chat", "no-thinking", "reuse", "n-prompt", "n-gen", "model-name", "queue", "max-body",
-    "request-timeout", "cache-sessions", "idle-timeout",
+    "request-timeout", "cache-sessions", "idle-timeout", "header-timeout", "body-timeout",
 )
 API_REQUIREMENT_RE = re.compile(r"^>= 0\.([0-9]+)\.([0-9]+)$")
 MINOR_DIR_RE = re.compile(r"^0\.([0-9]+)$")
@@ -1349,6 +1353,194 @@ def cmd_audit_symbols(args):
         Path(args.stamp).write_text("symbol audit passed\n")
 
 
+# ---------------------------------------------------------------- check-includes
+
+# Compiler options whose next argument is a file the preprocessing pass must not write.
+_OUTPUT_OPTIONS = {"-o", "-MF", "-MT", "-MQ"}
+_DROPPED_FLAGS = {"-c", "-MD", "-MMD", "-MP", "--compile"}
+LINE_MARKER_RE = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d+)*)\s*$')
+
+
+def option_value(argv, option):
+    """The value of `option` in a compiler command line (`-MF x` or `-MFx`), or None."""
+    for i, arg in enumerate(argv):
+        if arg == option and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(option) and len(arg) > len(option) and option != "-o":
+            return arg[len(option):]
+    return None
+
+
+def compiled_source(argv):
+    """The translation unit of a compile command: the argument after -c, else the last one."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-c":
+            return argv[i + 1]
+    return argv[-1]
+
+
+def depfile_prerequisites(text):
+    """The prerequisites of the first rule of a make-style dependency file."""
+    text = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    rule = text.split("\n", 1)[0]
+    tokens, current, i = [], "", 0
+    while i < len(rule):
+        ch = rule[i]
+        if ch == "\\" and i + 1 < len(rule) and rule[i + 1] in " #\\":
+            current += rule[i + 1]
+            i += 2
+            continue
+        if ch == "$" and rule[i + 1:i + 2] == "$":
+            current += "$"
+            i += 2
+            continue
+        if ch.isspace():
+            if current:
+                tokens.append(current)
+            current = ""
+        else:
+            current += ch
+        i += 1
+    if current:
+        tokens.append(current)
+    for k, token in enumerate(tokens):  # the target ends with ':' (possibly as its own token)
+        if token.endswith(":"):
+            return tokens[k + 1:]
+    return []
+
+
+def preprocess_command(argv, out):
+    """The compile command turned into a preprocessing run writing `out` (line markers kept)."""
+    cmd, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in _OUTPUT_OPTIONS:
+            skip = True
+            continue
+        if arg in _DROPPED_FLAGS:
+            continue
+        cmd.append(arg)
+    source = compiled_source(argv)
+    if source in cmd:
+        cmd.remove(source)
+    return cmd + ["-E", source, "-o", out]
+
+
+def include_sites(preprocessed):
+    """{included file (real path): (including file, line)} from the line markers of `cc -E`,
+    the first place each file was included. A marker with flag 2 ("# N "parent" 2")
+    returns to the includer just after the #include line, which is therefore N - 1."""
+    sites, stack = {}, []
+    for line in preprocessed.splitlines():
+        m = LINE_MARKER_RE.match(line)
+        if not m:
+            continue
+        number, name, flags = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\"), m.group(3).split()
+        if "1" in flags:
+            stack.append(name)
+        elif "2" in flags:
+            child = stack.pop() if stack else None
+            while stack and stack[-1] != name:
+                stack.pop()
+            if child and not child.startswith("<"):
+                sites.setdefault(os.path.realpath(child), (name, number - 1))
+    return sites
+
+
+def cmd_check_includes(args):
+    """Compiles (the command after --), then holds every header the translation
+    unit included against the extension's allowed roots. Include *directories*
+    are checked at configure time; this catches what they cannot: an absolute
+    path, a "../../" path, a directory added by a source-file property."""
+    argv = list(args.command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise SdkError("check-includes: no compile command after --")
+    rc = subprocess.call(argv)
+    if rc != 0:
+        return rc
+    rules = load_json(args.rules, args.rules)
+    roots = [os.path.realpath(r["path"]) for r in rules["roots"]]
+
+    def allowed(path):
+        real = os.path.realpath(path)
+        return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+    source = compiled_source(argv)
+    depfile = option_value(argv, "-MF")
+    preprocessed = None
+    if depfile and os.path.isfile(depfile):
+        with open(depfile, encoding="utf-8", errors="replace") as f:
+            included = depfile_prerequisites(f.read())
+    else:  # a compiler without dependency output: the preprocessor's line markers say the same
+        preprocessed = preprocess(argv)
+        included = [] if preprocessed is None else \
+            [m.group(2) for m in map(LINE_MARKER_RE.match, preprocessed.splitlines()) if m and "1" in m.group(3)]
+    bad = []
+    for path in dict.fromkeys(os.path.normpath(os.path.join(os.getcwd(), p)) for p in included):
+        if not allowed(path) and os.path.realpath(path) != os.path.realpath(source):
+            bad.append(path)
+    if not bad:
+        return 0
+
+    # Where each was included from: the preprocessor's line markers.
+    if preprocessed is None:
+        preprocessed = preprocess(argv)
+    sites = include_sites(preprocessed or "")
+    base = rules.get("show_base")
+
+    def show(path):
+        path = os.path.normpath(os.path.join(os.getcwd(), path))
+        if base:
+            rel = os.path.relpath(path, base)
+            if not rel.startswith(".."):
+                return rel
+        return path
+
+    def label(path):
+        real = os.path.realpath(path)
+        for area in rules.get("labels", []):
+            root = os.path.realpath(area["path"])
+            if real.startswith(root.rstrip(os.sep) + os.sep):
+                return f" ({area['what']})"
+        return ""
+
+    problems = []
+    for path in bad:
+        site = sites.get(os.path.realpath(path))
+        if site and not allowed(site[0]):
+            continue  # reached through another forbidden header, which is reported
+        where = f"{show(site[0])}:{site[1]}" if site else show(source)
+        compiling = f" (compiling {show(source)})" if site and os.path.realpath(site[0]) != \
+            os.path.realpath(source) else ""
+        link = f" (a link to '{os.path.realpath(path)}')" if os.path.realpath(path) != path else ""
+        problems.append(f"{where}: extension '{rules['extension']}' includes '{show(path)}'{label(path)}{link}"
+                        f"{compiling}, which is outside what extension code may include: {rules['allowed']}")
+    for output in (option_value(argv, "-o"), depfile):
+        if output:  # so the next build compiles it again instead of trusting the object
+            try:
+                os.remove(output)
+            except OSError:
+                pass
+    raise SdkError(problems)
+
+
+def preprocess(argv):
+    """The translation unit preprocessed (line markers kept), or None when that fails."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="gufo-includes-") as tmp:
+        out = os.path.join(tmp, "tu.i")
+        result = subprocess.run(preprocess_command(argv, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if result.returncode != 0 or not os.path.isfile(out):
+            return None
+        with open(out, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+
 # ---------------------------------------------------------------- check-boundaries
 
 SOURCE_SUFFIXES = {".c", ".h", ".cu", ".cuh", ".cc", ".cpp", ".hpp", ".hip", ".inc"}
@@ -1401,6 +1593,12 @@ def source_files(directory):
 
 
 def cmd_check_boundaries(args):
+    """Reads the sources as written: in Gufo's tree, host and extension code must
+    not include each other (nor extension code the runtime); anywhere, extension
+    code must not include by an absolute path; out of the tree (a root that is an
+    extension directory or holds some), nor by a relative path leaving the
+    extension's directory. What a build actually includes is checked by
+    check-includes as each file compiles; this check needs no build."""
     root = Path(os.path.normpath(Path(args.root).resolve()))
     rules = {
         "host": {"extension": "host code includes extension code '{}' (host and extensions meet only through "
@@ -1410,26 +1608,47 @@ def cmd_check_boundaries(args):
                       "runtime": "extension code includes runtime code '{}' (extensions see only include/gufo/ext; "
                                  "the runtime's internals are private)"},
     }
+    areas = [(root / top, zone(top)) for top in ("host",) + EXTENSION_ROOTS if (root / top).is_dir()]
+    out_of_tree = not areas
+    if out_of_tree:  # one extension directory, or a directory of them
+        if (root / "extension.json").is_file():
+            areas = [(root, "extension")]
+        elif root.is_dir():
+            areas = [(c, "extension") for c in sorted(root.iterdir()) if (c / "extension.json").is_file()]
     problems, checked = [], 0
-    for top in ("host",) + EXTENSION_ROOTS:
-        if not (root / top).is_dir():
-            continue
-        for path in source_files(root / top):
+    for top, own in areas:
+        for path in source_files(top):
             checked += 1
-            own = zone(path.relative_to(root).as_posix())
+            shown = path.relative_to(root).as_posix() if path != root else path.name
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError as e:
-                problems.append(f"{path.relative_to(root)}: cannot read: {e.strerror}")
+                problems.append(f"{shown}: cannot read: {e.strerror}")
                 continue
             for lineno, line in enumerate(text.splitlines(), start=1):
                 m = INCLUDE_RE.match(line)
                 if not m:
                     continue
-                target = resolve_include(root, path, m.group(2), m.group(1) == '"')
+                spec, quoted = m.group(2), m.group(1) == '"'
+                if own == "extension" and os.path.isabs(spec):
+                    problems.append(f"{shown}:{lineno}: extension code includes '{spec}' by an absolute path (include "
+                                    "the public API as <gufo/ext/...> and your own headers by paths inside the "
+                                    "extension)")
+                    continue
+                if out_of_tree:
+                    landing = Path(os.path.normpath(path.parent / spec))
+                    if quoted and ".." in Path(spec).parts and top != landing and top not in landing.parents:
+                        problems.append(f"{shown}:{lineno}: extension code includes '{spec}', which leads out of "
+                                        f"the extension's directory (to {landing})")
+                    continue
+                target = resolve_include(root, path, spec, quoted)
                 message = rules[own].get(zone(target)) if target else None
                 if message:
-                    problems.append(f"{path.relative_to(root).as_posix()}:{lineno}: {message.format(target)}")
+                    problems.append(f"{shown}:{lineno}: {message.format(target)}")
+    if not checked:
+        problems.append(f"check-boundaries: {root} holds no source to check: neither Gufo's host/, extensions/, "
+                        "examples/ or template/, nor an extension directory (with extension.json) or a directory "
+                        "of them")
     if problems:
         raise SdkError(problems)
     print(f"check-boundaries: {checked} files checked, host and extension code include only what they may")
@@ -1593,6 +1812,11 @@ def main(argv=None):
     p.add_argument("--stamp", help="written when the audit passes")
     p.set_defaults(func=cmd_audit_symbols)
 
+    p = sub.add_parser("check-includes", help="compiler launcher: compile, then check what the unit included")
+    p.add_argument("--rules", required=True, help="the extension's include rules (gufo_generated/include_rules/)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- and the compile command")
+    p.set_defaults(func=cmd_check_includes)
+
     p = sub.add_parser("check-boundaries", help="host never includes extension code, and back")
     p.add_argument("--root", required=True, help="the source tree")
     p.set_defaults(func=cmd_check_boundaries)
@@ -1605,12 +1829,11 @@ def main(argv=None):
 
     args = parser.parse_args(argv)
     try:
-        args.func(args)
+        return args.func(args) or 0
     except SdkError as e:
         for problem in e.problems:
             print(problem, file=sys.stderr)
         return 1
-    return 0
 
 
 if __name__ == "__main__":

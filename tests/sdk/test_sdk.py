@@ -228,6 +228,28 @@ def plant_audit_cases(where):
     return ["floorless", "loader"]
 
 
+def plant_intruder(directory, host_header, runtime_header):
+    """An extension whose sources reach Gufo's host and runtime code without any
+    include directory the configure could refuse: an absolute path (a.c), a
+    "../../" path through one of its own headers (b.c via own.h), and a directory
+    added by a source-file property (c.c). Returns what each message starts with:
+    [(including file, line, included header)]."""
+    directory = Path(directory)
+    relative = os.path.relpath(runtime_header, directory)
+    m = manifest("intruder")
+    body = "int intruder_{0}(void);\nint intruder_{0}(void)\n{{\n    return 0;\n}}\n"
+    write_extension(directory, m, cmake=(
+        "gufo_extension_library(intruder SOURCES entry.c a.c b.c c.c)\n"
+        f"set_source_files_properties(${{GUFO_EXTENSION_DIR}}/c.c PROPERTIES COMPILE_OPTIONS "
+        f"-I{Path(host_header).parent})\n"), files={
+        "a.c": f"/* Gufo's host code by an absolute path. */\n#include \"{host_header}\"\n" + body.format("a"),
+        "own.h": f"/* The runtime's private header by a relative path. */\n#include \"{relative}\"\n",
+        "b.c": "#include <stddef.h>\n#include \"own.h\"\n" + body.format("b"),
+        "c.c": f"#include \"{Path(host_header).name}\"\n" + body.format("c")})
+    return [(directory / "a.c", 2, Path(host_header)), (directory / "own.h", 2, Path(runtime_header)),
+            (directory / "c.c", 1, Path(host_header))]
+
+
 def build_keep_going(build_dir):
     """Builds everything that can be built, so each audit reports its own failure."""
     keep_going = ["--", "-k", "0"] if GENERATOR == "Ninja" else ["--", "-k"]
@@ -254,6 +276,19 @@ class SdkTestCase(unittest.TestCase):
                           "loads code (or finds symbols) at run time, past the link allowlist and this audit", out)
         self.assertNotIn("extension 'declared_loader'", out)
         self.assertTrue((build_dir / "gufo_generated" / "audit" / "declared_loader.stamp").is_file(), out)
+
+    def assertIntruderCaught(self, out, cases, base):
+        """Each planted include is named by file and line; paths inside `base` (the source tree) are
+        shown relative to it, others whole."""
+        def shown(path):
+            return path.relative_to(base).as_posix() if base in path.parents else str(path)
+
+        for including, line, header in cases:
+            self.assertRegex(out, re.escape(f"{shown(including)}:{line}: extension 'intruder' includes "
+                                            f"'{shown(header)}'")
+                             + r".*, which is outside what extension code may include: the public API")
+        self.assertIn(f"(compiling {shown(cases[1][0].parent / 'b.c')})", out)
+        self.assertEqual(len(re.findall(r"extension 'intruder' includes ", out)), len(cases), out)
 
     def assertOk(self, result):
         rc, out = result
@@ -601,6 +636,12 @@ class BuildRuleTests(SdkTestCase):
             s.configure(), "extension 'leaky' (examples/leaky/extension.cmake): changes the directory property "
                            "INCLUDE_DIRECTORIES")
         s = Scratch("extension_cmake_rules")
+        s.add("examples", manifest("blind"), cmake="gufo_extension_library(blind SOURCES entry.c)\n"
+                                                    "set_property(TARGET blind PROPERTY C_COMPILER_LAUNCHER \"\")\n")
+        self.assertConfigureFails(
+            s.configure(), "extension 'blind' (examples/blind/extension.cmake): target 'blind' replaces its "
+                           "C_COMPILER_LAUNCHER, through which the SDK checks what each file includes")
+        s = Scratch("extension_cmake_rules")
         s.add("examples", manifest("lazy"), cmake="# creates nothing\n")
         self.assertConfigureFails(
             s.configure(), "extension 'lazy' (examples/lazy/extension.cmake): target 'lazy' is declared in "
@@ -615,9 +656,20 @@ class BuildRuleTests(SdkTestCase):
                        "void sneaky_poke(void);\n"
                        "void sneaky_poke(void)\n{\n    gufo__registry_internal();\n}\n"})
         expected = plant_audit_cases(s.src / "examples")
-        self.assertOk(s.configure())
+        # Out of the tree (GUFO_EXTENSION_DIRS), reaching into it by path.
+        (s.src / "host").mkdir()
+        (s.src / "host" / "server_sched.h").write_text("int host_sched_private(void);\n")
+        intruder = plant_intruder(s.root / "outside" / "intruder", s.src / "host" / "server_sched.h",
+                                  s.src / "runtime" / "internal.h")
+        self.assertOk(s.configure(env_dirs=str(s.root / "outside")))
         rc, out = build_keep_going(s.build_dir)
         self.assertNotEqual(rc, 0, out)
+        self.assertIntruderCaught(out, intruder, s.src)
+        self.assertIn("includes 'host/server_sched.h' (Gufo's host code)", out)
+        self.assertIn("includes 'runtime/internal.h' (the runtime's private code)", out)
+        # The failed objects are gone, so the next build checks them again.
+        rc, again = build_keep_going(s.build_dir)
+        self.assertEqual(len(re.findall(r"extension 'intruder' includes ", again)), len(intruder), again)
         self.assertIn("extension 'sneaky': library 'sneaky' imports symbol 'gufo__registry_internal' which "
                       "gufo_ext_runtime does not export: only the public API in include/gufo/ext may be used", out)
         self.assertAuditCases(out, expected, lambda name: f"examples/{name}/extension.json", s.build_dir)
@@ -628,6 +680,9 @@ class BuildRuleTests(SdkTestCase):
         project = WORK / "installed_build_audit" / "project"
         shutil.rmtree(project.parent, ignore_errors=True)
         expected = plant_audit_cases(project / "models")
+        # A Gufo checkout next to the installed SDK: its real host and runtime headers.
+        intruder = plant_intruder(project / "models" / "intruder", SRC / "host" / "server_sched.h",
+                                  SRC / "runtime" / "internal.h")
         (project / "CMakeLists.txt").write_text(
             "cmake_minimum_required(VERSION 3.25)\nproject(planted C)\nfind_package(GufoExt REQUIRED)\n"
             "gufo_extensions_process(SEARCH_DIRS ${CMAKE_CURRENT_SOURCE_DIR}/models)\n")
@@ -639,6 +694,12 @@ class BuildRuleTests(SdkTestCase):
         rc, out = build_keep_going(build)
         self.assertNotEqual(rc, 0, out)
         self.assertAuditCases(out, expected, lambda name: f"models/{name}/extension.json", build)
+        self.assertIntruderCaught(out, intruder, project)
+        # What the build catches, the source check reports too, for the tree as written.
+        rc, out = tool("check-boundaries", "--root", project / "models" / "intruder")
+        self.assertEqual(rc, 1, out)
+        self.assertIn(f"a.c:2: extension code includes '{SRC / 'host' / 'server_sched.h'}' by an absolute path", out)
+        self.assertIn("own.h:2: extension code includes '../", out)
 
 
 class CheckerTests(SdkTestCase):
@@ -668,6 +729,24 @@ class CheckerTests(SdkTestCase):
             (root / name).write_text("#include <gufo/ext/api.h>\n")
         rc, out = tool("check-boundaries", "--root", root)
         self.assertEqual(rc, 0, out)
+
+        # Out of the tree: an extension directory, judged by its own boundary.
+        outside = WORK / "boundaries_outside"
+        shutil.rmtree(outside, ignore_errors=True)
+        write_extension(outside / "ext", manifest("ext"), files={
+            "src/a.c": f"#include \"{root}/host/cli.c\"\n",
+            "src/b.c": "#include \"../inner.h\"\n#include \"../../../boundaries/runtime/internal.h\"\n",
+            "inner.h": "#include <gufo/ext/api.h>\n"})
+        rc, out = tool("check-boundaries", "--root", outside / "ext")
+        self.assertEqual(rc, 1, out)
+        self.assertIn(f"src/a.c:1: extension code includes '{root}/host/cli.c' by an absolute path", out)
+        self.assertIn("src/b.c:2: extension code includes '../../../boundaries/runtime/internal.h', which leads out "
+                      "of the extension's directory", out)
+        self.assertNotIn("inner.h'", out)
+        # A root with nothing to check is an error, not "0 files checked".
+        rc, out = tool("check-boundaries", "--root", outside / "ext" / "src")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("holds no source to check", out)
 
     def git_repo(self, name):
         repo = WORK / name
