@@ -1508,15 +1508,21 @@ def cmd_check_includes(args):
                 return f" ({area['what']})"
         return ""
 
-    problems = []
-    for path in bad:
+    def site_of(path):
+        """(file, line) of the #include, or None (unknown, or a -include on the command line)."""
         site = sites.get(os.path.realpath(path))
-        if site and not allowed(site[0]):
-            continue  # reached through another forbidden header, which is reported
+        return site if site and not site[0].startswith("<") else None
+
+    # Report where the extension's own code steps out; what the forbidden
+    # headers include in turn follows from that.
+    entries = [p for p in bad if not (site_of(p) and not allowed(site_of(p)[0]))] or bad
+    problems = []
+    for path in entries:
+        site = site_of(path)
         where = f"{show(site[0])}:{site[1]}" if site else show(source)
         compiling = f" (compiling {show(source)})" if site and os.path.realpath(site[0]) != \
             os.path.realpath(source) else ""
-        link = f" (a link to '{os.path.realpath(path)}')" if os.path.realpath(path) != path else ""
+        link = f" (a link to '{os.path.realpath(path)}')" if os.path.islink(path) else ""
         problems.append(f"{where}: extension '{rules['extension']}' includes '{show(path)}'{label(path)}{link}"
                         f"{compiling}, which is outside what extension code may include: {rules['allowed']}")
     for output in (option_value(argv, "-o"), depfile):

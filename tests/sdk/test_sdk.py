@@ -231,23 +231,27 @@ def plant_audit_cases(where):
 def plant_intruder(directory, host_header, runtime_header):
     """An extension whose sources reach Gufo's host and runtime code without any
     include directory the configure could refuse: an absolute path (a.c), a
-    "../../" path through one of its own headers (b.c via own.h), and a directory
-    added by a source-file property (c.c). Returns what each message starts with:
-    [(including file, line, included header)]."""
+    "../../" path through one of its own headers (b.c via own.h), a directory
+    added by a source-file property (c.c), and a header forced in by one (d.c,
+    -include: no #include line to name, so the message names the file). Returns
+    what each message starts with: [(including file, line or None, included header)]."""
     directory = Path(directory)
     relative = os.path.relpath(runtime_header, directory)
     m = manifest("intruder")
     body = "int intruder_{0}(void);\nint intruder_{0}(void)\n{{\n    return 0;\n}}\n"
     write_extension(directory, m, cmake=(
-        "gufo_extension_library(intruder SOURCES entry.c a.c b.c c.c)\n"
+        "gufo_extension_library(intruder SOURCES entry.c a.c b.c c.c d.c)\n"
         f"set_source_files_properties(${{GUFO_EXTENSION_DIR}}/c.c PROPERTIES COMPILE_OPTIONS "
-        f"-I{Path(host_header).parent})\n"), files={
+        f"-I{Path(host_header).parent})\n"
+        f"set_source_files_properties(${{GUFO_EXTENSION_DIR}}/d.c PROPERTIES COMPILE_OPTIONS "
+        f"\"-include;{runtime_header}\")\n"), files={
         "a.c": f"/* Gufo's host code by an absolute path. */\n#include \"{host_header}\"\n" + body.format("a"),
         "own.h": f"/* The runtime's private header by a relative path. */\n#include \"{relative}\"\n",
         "b.c": "#include <stddef.h>\n#include \"own.h\"\n" + body.format("b"),
-        "c.c": f"#include \"{Path(host_header).name}\"\n" + body.format("c")})
+        "c.c": f"#include \"{Path(host_header).name}\"\n" + body.format("c"),
+        "d.c": body.format("d")})
     return [(directory / "a.c", 2, Path(host_header)), (directory / "own.h", 2, Path(runtime_header)),
-            (directory / "c.c", 1, Path(host_header))]
+            (directory / "c.c", 1, Path(host_header)), (directory / "d.c", None, Path(runtime_header))]
 
 
 def build_keep_going(build_dir):
@@ -284,8 +288,8 @@ class SdkTestCase(unittest.TestCase):
             return path.relative_to(base).as_posix() if base in path.parents else str(path)
 
         for including, line, header in cases:
-            self.assertRegex(out, re.escape(f"{shown(including)}:{line}: extension 'intruder' includes "
-                                            f"'{shown(header)}'")
+            where = shown(including) if line is None else f"{shown(including)}:{line}"
+            self.assertRegex(out, re.escape(f"{where}: extension 'intruder' includes '{shown(header)}'")
                              + r".*, which is outside what extension code may include: the public API")
         self.assertIn(f"(compiling {shown(cases[1][0].parent / 'b.c')})", out)
         self.assertEqual(len(re.findall(r"extension 'intruder' includes ", out)), len(cases), out)
