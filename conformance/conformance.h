@@ -5,14 +5,20 @@
  * data, and runs suites. A suite is a function that runs named cases; each
  * case ends passed, failed or skipped with a one-line detail, and the report
  * (report.c) keeps them in order. A skip always says why and never counts as
- * a pass. Suites talk to the provider only through the public capability
- * interfaces, the way the core drives a model.
+ * a pass. A skip is one of two kinds: the case applies but could not run here
+ * (no artifact, no reference data, no usable GPU, no /proc/self/io), or it
+ * does not apply to this provider (it declares it cannot do what the case
+ * checks: no truncate, no sessions; or there is nothing to compare with). Only
+ * the first kind keeps a run from passing (main.c, docs/conformance.md).
+ * Suites talk to the provider only through the public capability interfaces,
+ * the way the core drives a model.
  *
  * Contracts:
  *  - Case names are "<suite>.<case>", stable, and documented in
  *    docs/conformance.md; the JSON report carries them as they are.
  *  - A case records exactly one outcome: conf_case_end() passes it unless
- *    conf_case_fail() was called, conf_case_skip() skips it.
+ *    conf_case_fail() was called, conf_case_skip() skips it,
+ *    conf_case_not_applicable() skips it as not applying to the provider.
  *  - Everything a suite creates (models, sessions, files under work_dir) is
  *    released before the suite returns; leaks are reported by the memory pool.
  */
@@ -35,6 +41,7 @@ typedef enum conf_outcome { CONF_PASSED = 0, CONF_FAILED = 1, CONF_SKIPPED = 2 }
 typedef struct conf_result {
     char *name;          /* "<suite>.<case>" */
     conf_outcome outcome;
+    bool not_applicable; /* skipped because the case does not apply to the provider (detail says why) */
     char *detail;        /* what was checked, why it failed, or why it was skipped */
     double seconds;
 } conf_result;
@@ -48,11 +55,21 @@ typedef struct conf_report {
 /** Name of an outcome as the JSON report spells it ("passed", "failed", "skipped"). */
 const char *conf_outcome_name(conf_outcome outcome);
 
-/** Appends a result (strings copied). Aborts on out-of-memory: the run is meaningless then. */
-void conf_report_add(conf_report *report, const char *name, conf_outcome outcome, const char *detail, double seconds);
+/**
+ * Appends a result (strings copied); `not_applicable` only with CONF_SKIPPED.
+ * Aborts on out-of-memory: the run is meaningless then.
+ */
+void conf_report_add(conf_report *report, const char *name, conf_outcome outcome, bool not_applicable,
+                     const char *detail, double seconds);
 
 /** Counts of each outcome, optionally only for names starting with `prefix` (NULL = all). */
 void conf_report_count(const conf_report *report, const char *prefix, size_t counts[3]);
+
+/** How many of the skips counted by conf_report_count() do not apply to the provider. */
+size_t conf_report_count_not_applicable(const conf_report *report, const char *prefix);
+
+/** Prefix of a not-applicable skip's detail, in the report and the summary. */
+#define CONF_NOT_APPLICABLE_PREFIX "does not apply: "
 
 void conf_report_free(conf_report *report);
 
@@ -113,6 +130,19 @@ void conf_case_abort(conf_case *c, const char *fmt, ...) GUFO_EXT_PRINTF(2, 3);
 
 /** Records a whole case as skipped in one call. */
 void conf_skip_case(conf_ctx *ctx, const char *name, const char *fmt, ...) GUFO_EXT_PRINTF(3, 4);
+
+/**
+ * Ends the case as skipped because it does not apply to this provider: the
+ * provider declares it cannot do what the case checks (cache_caps without
+ * truncate, no sessions, no input limit), or there is nothing to compare with
+ * (an extension with one provider). The detail is CONF_NOT_APPLICABLE_PREFIX
+ * and the reason. Unlike conf_case_skip(), such a case does not keep a run
+ * from passing: nothing that applies was left unchecked.
+ */
+void conf_case_not_applicable(conf_case *c, const char *fmt, ...) GUFO_EXT_PRINTF(2, 3);
+
+/** Records a whole case as not applicable in one call (see conf_case_not_applicable()). */
+void conf_not_applicable_case(conf_ctx *ctx, const char *name, const char *fmt, ...) GUFO_EXT_PRINTF(3, 4);
 
 /* ---- Models ----------------------------------------------------------------- */
 

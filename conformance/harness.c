@@ -27,7 +27,8 @@ const char *conf_outcome_name(conf_outcome outcome)
     }
 }
 
-void conf_report_add(conf_report *report, const char *name, conf_outcome outcome, const char *detail, double seconds)
+void conf_report_add(conf_report *report, const char *name, conf_outcome outcome, bool not_applicable,
+                     const char *detail, double seconds)
 {
     if (report->n_results == report->cap_results) {
         size_t cap = report->cap_results ? 2 * report->cap_results : 32;
@@ -42,6 +43,7 @@ void conf_report_add(conf_report *report, const char *name, conf_outcome outcome
     conf_result *r = &report->results[report->n_results++];
     r->name = dup_or_die(name);
     r->outcome = outcome;
+    r->not_applicable = outcome == CONF_SKIPPED && not_applicable;
     r->detail = dup_or_die(detail);
     r->seconds = seconds;
 }
@@ -52,6 +54,16 @@ void conf_report_count(const conf_report *report, const char *prefix, size_t cou
     for (size_t i = 0; i < report->n_results; i++)
         if (!prefix || strncmp(report->results[i].name, prefix, strlen(prefix)) == 0)
             counts[report->results[i].outcome]++;
+}
+
+size_t conf_report_count_not_applicable(const conf_report *report, const char *prefix)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < report->n_results; i++)
+        if (report->results[i].not_applicable &&
+            (!prefix || strncmp(report->results[i].name, prefix, strlen(prefix)) == 0))
+            n++;
+    return n;
 }
 
 void conf_report_free(conf_report *report)
@@ -95,12 +107,20 @@ void conf_case_fail(conf_case *c, const char *fmt, ...)
     va_end(ap);
 }
 
-static void record(conf_case *c, conf_outcome outcome)
+static void record(conf_case *c, conf_outcome outcome, bool not_applicable)
 {
-    conf_report_add(c->ctx->report, c->name, outcome, c->detail, conf_now() - c->started);
-    const char *tag = outcome == CONF_PASSED ? "PASS" : outcome == CONF_FAILED ? "FAIL" : "SKIP";
+    conf_report_add(c->ctx->report, c->name, outcome, not_applicable, c->detail, conf_now() - c->started);
+    const char *tag = outcome == CONF_PASSED ? "PASS" : outcome == CONF_FAILED ? "FAIL" : not_applicable ? "N/A" : "SKIP";
     printf("  %-4s %-52s %s\n", tag, c->name, c->detail);
     fflush(stdout);
+}
+
+/* The detail of a not-applicable skip: the prefix, then the reason. */
+static void not_applicable_detail(conf_case *c, const char *fmt, va_list ap)
+{
+    size_t n = strlen(CONF_NOT_APPLICABLE_PREFIX);
+    memcpy(c->detail, CONF_NOT_APPLICABLE_PREFIX, n + 1);
+    vsnprintf(c->detail + n, sizeof c->detail - n, fmt, ap);
 }
 
 void conf_case_skip(conf_case *c, const char *fmt, ...)
@@ -110,7 +130,17 @@ void conf_case_skip(conf_case *c, const char *fmt, ...)
     vsnprintf(c->detail, sizeof c->detail, fmt, ap);
     va_end(ap);
     c->skipped = true;
-    record(c, CONF_SKIPPED);
+    record(c, CONF_SKIPPED, false);
+}
+
+void conf_case_not_applicable(conf_case *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    not_applicable_detail(c, fmt, ap);
+    va_end(ap);
+    c->skipped = true;
+    record(c, CONF_SKIPPED, true);
 }
 
 void conf_case_end(conf_case *c, const char *fmt, ...)
@@ -125,7 +155,7 @@ void conf_case_end(conf_case *c, const char *fmt, ...)
         vsnprintf(c->detail, sizeof c->detail, fmt, ap);
         va_end(ap);
     }
-    record(c, c->failures ? CONF_FAILED : CONF_PASSED);
+    record(c, c->failures ? CONF_FAILED : CONF_PASSED, false);
 }
 
 void conf_case_abort(conf_case *c, const char *fmt, ...)
@@ -145,7 +175,18 @@ void conf_skip_case(conf_ctx *ctx, const char *name, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c.detail, sizeof c.detail, fmt, ap);
     va_end(ap);
-    record(&c, CONF_SKIPPED);
+    record(&c, CONF_SKIPPED, false);
+}
+
+void conf_not_applicable_case(conf_ctx *ctx, const char *name, const char *fmt, ...)
+{
+    conf_case c;
+    conf_case_begin(&c, ctx, name);
+    va_list ap;
+    va_start(ap, fmt);
+    not_applicable_detail(&c, fmt, ap);
+    va_end(ap);
+    record(&c, CONF_SKIPPED, true);
 }
 
 bool conf_need_artifact(conf_case *c)

@@ -5,10 +5,16 @@
  *                    [--threads N] [--list]
  *
  * Without --extension or --provider every provider in the registry runs; without
- * --suite every suite that applies to the provider's capability. Exit status:
- * 0 when no case failed and at least one passed, 77 when nothing failed and
- * nothing passed (everything skipped: CTest shows "skipped", never "passed"),
- * 1 when a case failed, 2 on a usage or set-up error.
+ * --suite every suite that applies to the provider's capability. Exit status
+ * (docs/conformance.md, "Outcomes, skips and exit status"):
+ *   1  a case failed;
+ *   0  no case failed, at least one passed, and every case that applies to
+ *      the provider ran: the only skips are cases that do not apply to it;
+ *   77 nothing failed, but a case that applies could not run here (no
+ *      artifact, no reference data, no usable GPU, ...) or nothing ran at
+ *      all: CTest shows the test as skipped, never as passed, and the last
+ *      line says which cases were skipped and why;
+ *   2  a usage or set-up error.
  *
  * The registry is the generated one of this executable (gufo_add_registry), so
  * the driver runs whatever extensions the build pulled in — from Gufo's tree,
@@ -286,6 +292,50 @@ static void ctx_free(conf_ctx *ctx)
     gufo_options_destroy(ctx->options);
 }
 
+/* The run's verdict as an exit status (see the top of this file), and its
+ * last line, which CTest keeps in the output of a skipped test: the counts,
+ * the rule, and the skipped cases that apply with the first one's reason. */
+static int verdict(const conf_provider_run *runs, size_t n_runs)
+{
+    size_t totals[3] = {0, 0, 0}, not_applicable = 0;
+    const conf_result *first = NULL;
+    for (size_t i = 0; i < n_runs; i++) {
+        size_t c[3];
+        conf_report_count(runs[i].report, NULL, c);
+        for (int k = 0; k < 3; k++) totals[k] += c[k];
+        not_applicable += conf_report_count_not_applicable(runs[i].report, NULL);
+        for (size_t k = 0; k < runs[i].report->n_results; k++) {
+            const conf_result *r = &runs[i].report->results[k];
+            if (r->outcome == CONF_SKIPPED && !r->not_applicable && !first) first = r;
+        }
+    }
+    size_t could_not_run = totals[CONF_SKIPPED] - not_applicable;
+    char na[64] = "";
+    if (not_applicable) snprintf(na, sizeof na, ", %zu not applicable", not_applicable);
+    if (totals[CONF_FAILED]) {
+        printf("conformance: FAILED: %zu failed, %zu passed, %zu could not run here%s\n", totals[CONF_FAILED],
+               totals[CONF_PASSED], could_not_run, na);
+        return 1;
+    }
+    if (totals[CONF_PASSED] && could_not_run == 0) {
+        printf("conformance: PASSED: %zu passed%s\n", totals[CONF_PASSED], na);
+        return 0;
+    }
+    if (!first) {
+        printf("conformance: SKIPPED (exit 77): no case ran%s\n", na);
+        return 77;
+    }
+    printf("conformance: SKIPPED (exit 77): %zu passed, %zu could not run here%s; a run passes only when every case "
+           "that applies to the provider ran and passed. Not run:", totals[CONF_PASSED], could_not_run, na);
+    for (size_t i = 0; i < n_runs; i++)
+        for (size_t k = 0; k < runs[i].report->n_results; k++) {
+            const conf_result *r = &runs[i].report->results[k];
+            if (r->outcome == CONF_SKIPPED && !r->not_applicable) printf(" %s", r->name);
+        }
+    printf(". First reason: %s\n", first->detail);
+    return 77;
+}
+
 static bool write_text_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -378,12 +428,12 @@ int main(int argc, char **argv)
                 bool complete = p.decl->capability == GUFO_CAPABILITY_TEXT_GENERATION ||
                                 p.decl->capability == GUFO_CAPABILITY_DECISIONS;
                 if (complete)
-                    conf_skip_case(ctx, "capability", "the %s suite does not apply to %s providers", suite->name,
-                                   capability);
+                    conf_not_applicable_case(ctx, "capability", "the %s suite does not apply to %s providers",
+                                             suite->name, capability);
                 else
-                    conf_skip_case(ctx, "capability", "the %s suite has no cases for %s providers yet: they come "
-                                   "with the first official %s provider (docs/conformance.md)", suite->name,
-                                   capability, capability);
+                    conf_not_applicable_case(ctx, "capability", "the %s suite has no cases for %s providers yet: "
+                                             "they come with the first official %s provider (docs/conformance.md)",
+                                             suite->name, capability, capability);
                 continue;
             }
             suite->run(ctx);
@@ -415,15 +465,11 @@ int main(int argc, char **argv)
     }
 
     /* Summaries on stdout (and in --summary), the JSON report in --report. */
-    size_t totals[3] = {0, 0, 0};
     FILE *summary = a.summary ? fopen(a.summary, "w") : NULL;
     for (size_t i = 0; i < n_runs; i++) {
         printf("\n");
         conf_summary_print(stdout, &info, &runs[i]);
         if (summary) conf_summary_print(summary, &info, &runs[i]);
-        size_t c[3];
-        conf_report_count(runs[i].report, NULL, c);
-        for (int k = 0; k < 3; k++) totals[k] += c[k];
     }
     if (summary) fclose(summary);
     if (a.report) {
@@ -439,6 +485,7 @@ int main(int argc, char **argv)
         cJSON_Delete(doc);
     }
 
+    int status = verdict(runs, n_runs);
     for (size_t i = 0; i < n_runs; i++) {
         ctx_free(&ctxs[i]);
         free((void *)ctxs[i].work_dir);
@@ -449,7 +496,5 @@ int main(int argc, char **argv)
     free(runs);
     args_free(&a);
     gufo_registry_destroy(registry);
-    if (rc != 0) return rc;
-    if (totals[CONF_FAILED]) return 1;
-    return totals[CONF_PASSED] ? 0 : 77;
+    return rc != 0 ? rc : status;
 }

@@ -148,15 +148,25 @@ void conf_summary_print(FILE *out, const conf_run_info *info, const conf_provide
         snprintf(prefix, sizeof prefix, "%s.", suite);
         size_t c[3];
         conf_report_count(r->report, prefix, c);
-        fprintf(out, "  %-16s %zu passed, %zu failed, %zu skipped\n", suite, c[CONF_PASSED], c[CONF_FAILED],
+        size_t na = conf_report_count_not_applicable(r->report, prefix);
+        fprintf(out, "  %-16s %zu passed, %zu failed, %zu skipped", suite, c[CONF_PASSED], c[CONF_FAILED],
                 c[CONF_SKIPPED]);
+        if (na) fprintf(out, " (%zu not applicable)", na);
+        fprintf(out, "\n");
     }
-    for (size_t i = 0; i < r->report->n_results; i++) {
-        const conf_result *res = &r->report->results[i];
-        if (res->outcome != CONF_PASSED)
-            fprintf(out, "  %s %s: %s\n", res->outcome == CONF_FAILED ? "FAILED " : "skipped", res->name,
-                    res->detail);
-    }
-    fprintf(out, "  total: %zu passed, %zu failed, %zu skipped (skips are not passes)\n", counts[CONF_PASSED],
+    /* Failures first, then skips that leave something unchecked, then what does not apply. */
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < r->report->n_results; i++) {
+            const conf_result *res = &r->report->results[i];
+            int rank = res->outcome == CONF_FAILED ? 0 : res->outcome == CONF_SKIPPED ? (res->not_applicable ? 2 : 1)
+                                                                                       : -1;
+            if (rank == pass)
+                fprintf(out, "  %s %s: %s\n", rank == 0 ? "FAILED " : rank == 1 ? "skipped" : "n/a    ", res->name,
+                        res->detail);
+        }
+    size_t na = conf_report_count_not_applicable(r->report, NULL);
+    fprintf(out, "  total: %zu passed, %zu failed, %zu skipped (skips are not passes", counts[CONF_PASSED],
             counts[CONF_FAILED], counts[CONF_SKIPPED]);
+    if (na) fprintf(out, "; %zu of them not applicable to this provider", na);
+    fprintf(out, ")\n");
 }

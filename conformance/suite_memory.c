@@ -97,7 +97,7 @@ void conf_suite_memory(conf_ctx *ctx)
 
     conf_case_begin(&c, ctx, "session_over_budget");
     if (ctx->provider.decl->capability != GUFO_CAPABILITY_TEXT_GENERATION) {
-        conf_case_skip(&c, "only text-generation providers have sessions");
+        conf_case_not_applicable(&c, "only text-generation providers have sessions");
         return;
     }
     /* Room for the weights and a little more: sessions must hit the budget,
@@ -115,7 +115,7 @@ void conf_suite_memory(conf_ctx *ctx)
                             "the host's budget holds", (unsigned long long)per_token);
             return;
         }
-        conf_case_skip(&c, "sessions allocate nothing from the pool (the peak equals the weights) and get_info() "
+        conf_case_not_applicable(&c, "sessions allocate nothing from the pool (the peak equals the weights) and get_info() "
                        "says they take no memory per token");
         return;
     }

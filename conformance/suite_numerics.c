@@ -61,7 +61,38 @@ static void text_greedy_golden(conf_ctx *ctx, const conf_model *m)
     conf_case_end(&c, "%zu greedy continuation(s), %zu tokens, equal the golden ones", runs, tokens);
 }
 
-/* Logits after each position of each golden sequence, within the stated tolerance. */
+/* Where the golden logits and the provider's differ most, at one position or over a run. */
+typedef struct logit_miss {
+    double diff;        /* |logit - golden|; INFINITY for a NaN on either side */
+    size_t seq, pos;    /* golden sequence and position in it */
+    gufo_token after;   /* the token fed at that position: the logits are those after it */
+    int32_t vocab_id;   /* the entry of the row that differs most */
+    double got, golden;
+} logit_miss;
+
+/* The row's largest difference, as a miss at (seq, pos). */
+static logit_miss row_miss(const float *logits, const cJSON *row, size_t seq, size_t pos, gufo_token after)
+{
+    logit_miss miss = {.diff = 0, .seq = seq, .pos = pos, .after = after, .vocab_id = -1};
+    int32_t v = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, row) {
+        double before = miss.diff;
+        note_difference(&miss.diff, (double)logits[v], x->valuedouble);
+        if (miss.vocab_id < 0 || miss.diff > before) {
+            miss.vocab_id = v;
+            miss.got = (double)logits[v];
+            miss.golden = x->valuedouble;
+        }
+        v++;
+    }
+    return miss;
+}
+
+/* Logits after each position of each golden sequence, within the stated tolerance. A failure
+ * names the first position out of tolerance (sequence, position, the token fed there, the
+ * vocabulary entry that differs most and both values), how many positions are out, and where
+ * the largest difference is. */
 static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
 {
     conf_case c;
@@ -70,9 +101,9 @@ static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
     if (!list) return;
     double tol = conf_tolerance(ctx, "logits_abs", 1e-3);
     gufo_text_model_info info = conf_text_info(m);
-    float *logits = malloc((size_t)info.n_vocab * sizeof *logits);
-    double worst = 0;
-    size_t positions = 0, seqs = 0;
+    float *logits = malloc((size_t)(info.n_vocab > 0 ? info.n_vocab : 1) * sizeof *logits);
+    logit_miss worst = {.diff = 0}, first = {.diff = 0};
+    size_t positions = 0, seqs = 0, out_of_tolerance = 0;
     const cJSON *entry;
     cJSON_ArrayForEach(entry, list) {
         size_t n = 0;
@@ -88,7 +119,8 @@ static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
             /* One token per prefill call: the logits after every position. */
             for (size_t i = 0; i < n; i++) {
                 if (conf_prefill(m, &s, &tokens[i], 1, 1, logits, NULL, &err) != GUFO_OK) {
-                    conf_case_fail(&c, "prefill failed at position %zu: %s", i, err.message);
+                    conf_case_fail(&c, "sequence %zu: prefill failed at position %zu (token %d): %s", seqs, i,
+                                   tokens[i], err.message);
                     break;
                 }
                 const cJSON *row = cJSON_GetArrayItem(rows, (int)i);
@@ -97,12 +129,9 @@ static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
                                    cJSON_GetArraySize(row), info.n_vocab);
                     break;
                 }
-                int v = 0;
-                const cJSON *x;
-                cJSON_ArrayForEach(x, row) {
-                    note_difference(&worst, (double)logits[v], x->valuedouble);
-                    v++;
-                }
+                logit_miss miss = row_miss(logits, row, seqs, i, tokens[i]);
+                if (miss.diff > tol && out_of_tolerance++ == 0) first = miss;
+                if (miss.diff > worst.diff || positions == 0) worst = miss;
                 positions++;
             }
             conf_session_close(m, &s);
@@ -111,16 +140,23 @@ static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
         seqs++;
     }
     free(logits);
-    if (worst > tol)
-        conf_case_fail(&c, "largest logit difference %.3g exceeds the tolerance %.3g", worst, tol);
+    if (out_of_tolerance)
+        conf_case_fail(&c, "sequence %zu, position %zu (after token %d): logit of token %d is %.6g, golden %.6g "
+                       "(|difference| %.3g > tolerance %.3g); %zu of %zu positions out of tolerance, the largest "
+                       "difference %.3g at sequence %zu, position %zu (after token %d), token %d",
+                       first.seq, first.pos, first.after, first.vocab_id, first.got, first.golden, first.diff, tol,
+                       out_of_tolerance, positions, worst.diff, worst.seq, worst.pos, worst.after, worst.vocab_id);
     conf_case_hint_reference(&c);
     conf_case_end(&c, "%zu positions of %zu sequence(s): largest |logit - golden| %.3g <= %.3g", positions, seqs,
-                  worst, tol);
+                  worst.diff, tol);
 }
 
-/* Another available provider of the same extension and capability that accepts the artifact. */
-static bool find_peer(const conf_ctx *ctx, gufo_provider_info *out, char *why, size_t why_cap)
+/* Another available provider of the same extension and capability that accepts the artifact.
+ * Without one, *exists says whether the extension has another such provider at all (one that
+ * is not built here) or none: only the first leaves something that applies unchecked. */
+static bool find_peer(const conf_ctx *ctx, gufo_provider_info *out, bool *exists, char *why, size_t why_cap)
 {
+    *exists = false;
     snprintf(why, why_cap, "the extension has one %s provider: nothing to compare with",
              gufo_capability_name(ctx->provider.decl->capability));
     for (size_t k = 0; k < gufo_registry_provider_count(ctx->registry); k++) {
@@ -129,6 +165,7 @@ static bool find_peer(const conf_ctx *ctx, gufo_provider_info *out, char *why, s
         if (strcmp(p.extension, ctx->extension.decl->name) != 0 || strcmp(p.decl->id, ctx->provider.decl->id) == 0 ||
             p.decl->capability != ctx->provider.decl->capability)
             continue;
+        *exists = true;
         if (!p.available) {
             snprintf(why, why_cap, "provider '%s' is not available in this build: %s", p.decl->id, p.reason);
             continue;
@@ -141,14 +178,19 @@ static bool find_peer(const conf_ctx *ctx, gufo_provider_info *out, char *why, s
 
 /* Case `cross_provider`, begun in `c`: finds the peer provider and creates
  * its model from the artifact under test. Returns false with the case ended
- * (skipped when there is no peer or it declines the artifact, failed when it
- * cannot load it). */
+ * (not applicable when the extension has no other provider, skipped when the
+ * peer is not built here or declines the artifact, failed when it cannot load
+ * it). */
 static bool open_peer(conf_case *c, gufo_provider_info *peer, conf_model *other)
 {
     conf_ctx *ctx = c->ctx;
     char why[600];
-    if (!find_peer(ctx, peer, why, sizeof why)) {
-        conf_case_skip(c, "%s", why);
+    bool exists = false;
+    if (!find_peer(ctx, peer, &exists, why, sizeof why)) {
+        if (exists)
+            conf_case_skip(c, "%s", why);
+        else
+            conf_case_not_applicable(c, "%s", why);
         return false;
     }
     gufo_error err = {0};

@@ -204,7 +204,7 @@ static void decisions_cancel(conf_ctx *ctx, const conf_model *m)
     conf_case_begin(&c, ctx, "oversize_input_fails_alone");
     gufo_decisions_info info = conf_decisions_info(m);
     if (info.max_input_bytes == 0) {
-        conf_case_skip(&c, "the classifier declares no input limit (max_input_bytes 0)");
+        conf_case_not_applicable(&c, "the classifier declares no input limit (max_input_bytes 0)");
         return;
     }
     size_t big = (size_t)info.max_input_bytes + 1;

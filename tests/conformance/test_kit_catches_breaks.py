@@ -11,6 +11,16 @@ should notice it must exit 1 with the named case failed and a detail that says
 what to fix, while the unbroken copy passes the same suites (so a failure is
 the break's, not the machine's).
 
+Then the unbroken copy's reference data is edited (the kit reads it at run
+time, so nothing is rebuilt), for what the kit reports rather than catches:
+
+  wrong_golden_logit one golden logit off by 0.5: numerics.logits_golden fails
+                     naming the sequence, the position, the token fed there,
+                     the vocabulary entry and both values
+  no_golden_logits   the reference has no "logits": the numerics suite exits
+                     77 and CTest shows the test as skipped, never as passed,
+                     with the case and the reason in its output
+
   probe_maps_file    the probe opens and maps the file to peek at a weight
                      (its answer does not change): configuration.probe_opens_no_file
   batch_shares_state decode computes every item of a batch from one shared
@@ -107,17 +117,67 @@ def build(source, build_dir, prefix, args):
     return True
 
 
-def kit(build_dir, suite, work):
-    """Runs the extension's gufo_conformance on one suite; returns (exit status, {case: (outcome, detail)})."""
+def kit(build_dir, suite, work, output=None):
+    """Runs the extension's gufo_conformance on one suite; returns (exit status, {case: (outcome, detail)}).
+    `output`, a list, receives what the driver printed."""
     report = work / f"{suite}.json"
+    report.unlink(missing_ok=True)
     r = run([build_dir / "gufo_conformance", "--suite", suite, "--report", report, "--work-dir", work / "scratch"])
     print(r.stdout[-3000:])
+    if output is not None:
+        output.append(r.stdout)
     cases = {}
     if report.is_file():
         for p in json.loads(report.read_text())["providers"]:
             for c in p["cases"]:
                 cases[c["name"]] = (c["outcome"], c["detail"])
     return r.returncode, cases
+
+
+def check_reference_reports(template, build_dir, work):
+    """What the kit says about reference data: a wrong golden logit, and no golden logits at all."""
+    work.mkdir(parents=True, exist_ok=True)
+    reference = template / "data" / "conformance-reference.json"
+    original = reference.read_text()
+    data = json.loads(original)
+    try:
+        seq = data["logits"][0]
+        pos = 3
+        fed = seq["tokens"][pos]
+        entry = max(range(len(seq["logits"][pos])), key=lambda v: seq["logits"][pos][v])
+        golden = seq["logits"][pos][entry]
+        seq["logits"][pos][entry] = golden + 0.5
+        reference.write_text(json.dumps(data))
+        status, cases = kit(build_dir, "numerics", work / "wrong_golden_logit")
+        outcome, detail = cases.get("numerics.logits_golden", ("missing", ""))
+        check(status == 1 and outcome == "failed", f"wrong_golden_logit: numerics exits 1 with logits_golden failed "
+                                                    f"(exit {status}, {outcome})")
+        want = [f"sequence 0, position {pos} (after token {fed})",
+                f"logit of token {entry} is {golden:.6g}, golden {golden + 0.5:.6g}"]
+        check(all(w in detail for w in want), f"wrong_golden_logit: the detail names the position, the token fed "
+                                              f"there and the entry ({detail[:300]})")
+
+        del data["logits"]
+        reference.write_text(json.dumps(data))
+        printed = []
+        status, cases = kit(build_dir, "numerics", work / "no_golden_logits", printed)
+        outcome, detail = cases.get("numerics.logits_golden", ("missing", ""))
+        check(status == 77, f"no_golden_logits: numerics exits 77, skipped, though its other cases passed "
+                            f"(exit {status})")
+        check(outcome == "skipped" and '"logits"' in detail, f"no_golden_logits: logits_golden is skipped, saying "
+                                                             f"what is missing ({detail[:200]})")
+        last = printed[0].strip().splitlines()[-1] if printed and printed[0].strip() else ""
+        check("SKIPPED" in last and "numerics.logits_golden" in last and '"logits"' in last,
+              f"no_golden_logits: the last line names the skipped case and why ({last[:300]})")
+        r = run(["ctest", "--test-dir", build_dir, "-R", r"\.numerics$", "--output-junit", work / "junit.xml"])
+        print(r.stdout[-2000:])
+        check(r.returncode == 0 and "***Skipped" in r.stdout and "Passed" not in r.stdout.split("tests passed")[0],
+              "no_golden_logits: CTest shows the numerics test as skipped, not passed")
+        junit = (work / "junit.xml").read_text() if (work / "junit.xml").is_file() else ""
+        check("numerics.logits_golden" in junit and 'status="notrun"' in junit,
+              "no_golden_logits: CTest's JUnit report keeps the reason with the skipped test")
+    finally:
+        reference.write_text(original)
 
 
 def main():
@@ -150,9 +210,10 @@ def main():
     clean_build = args.work_dir / "clean" / "build"
     if not check(build(template, clean_build, prefix, args), "the unbroken template builds against the SDK"):
         return 1
-    for suite in sorted({b[4] for b in BREAKS}):
+    for suite in sorted({b[4] for b in BREAKS} | {"numerics"}):
         status, _ = kit(clean_build, suite, args.work_dir / "clean")
         check(status == 0, f"the unbroken template passes the {suite} suite (exit {status})")
+    check_reference_reports(template, clean_build, args.work_dir / "reference")
 
     for name, file, old, new, suite, case, words in BREAKS:
         source = args.work_dir / name / "tiny_bigram"
@@ -180,7 +241,8 @@ def main():
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
-    print(f"the kit failed all {len(BREAKS)} planted breaks with the expected case")
+    print(f"the kit failed all {len(BREAKS)} planted breaks with the expected case, and reported the edited "
+          "reference data as it should")
     return 0
 
 
