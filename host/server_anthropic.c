@@ -712,17 +712,23 @@ void srv_anthropic_handle_messages(void *app_ptr, srv_http_request *req)
                            (srv_generation_output){.sse = o ? &o->sse : NULL, .oom = o ? &o->oom : NULL});
 }
 
+bool srv_anthropic_check_request(srv_app *app, bool counting, const char *body, size_t len, size_t *n_prompt,
+                                 srv_api_error *e)
+{
+    msg_request r;
+    *n_prompt = 0;
+    bool ok = parse_request(app, body, len, counting, &r, e) && srv_generation_count_prompt(app, &r.gen, n_prompt, e);
+    request_free(&r);
+    return ok;
+}
+
 void srv_anthropic_handle_count_tokens(void *app_ptr, srv_http_request *req)
 {
-    srv_app *app = app_ptr;
-    msg_request r;
     srv_api_error e = {0};
     size_t body_len = 0;
     const char *body = srv_http_body(req, &body_len);
     size_t n_tokens = 0;
-    bool ok = parse_request(app, body, body_len, true, &r, &e) &&
-              srv_generation_count_prompt(app, &r.gen, &n_tokens, &e);
-    request_free(&r);
+    bool ok = srv_anthropic_check_request(app_ptr, true, body, body_len, &n_tokens, &e);
     if (!ok) {
         respond_api_error(req, &e);
         return;

@@ -35,6 +35,21 @@ void srv_anthropic_handle_count_tokens(void *app, srv_http_request *req);
  */
 cJSON *srv_anthropic_error_body(unsigned status, const char *code, const char *message);
 
+typedef struct srv_app srv_app;             /* server_openai.h */
+typedef struct srv_api_error srv_api_error; /* server_request.h */
+
+/**
+ * What the handlers do with a body before anything is generated — all of
+ * count_tokens' work — so tests and the fuzz target
+ * (tests/fuzz/fuzz_http_anthropic.c) run the server's own code: reads `len`
+ * bytes of `body` as a messages request (`counting`: a count_tokens request),
+ * then renders and tokenizes its conversation (srv_generation_count_prompt);
+ * `*n_prompt` gets the token count. False with `e` saying which error the
+ * handler answers. Submits nothing. Thread-safe (the text slots it calls are).
+ */
+bool srv_anthropic_check_request(srv_app *app, bool counting, const char *body, size_t len, size_t *n_prompt,
+                                 srv_api_error *e);
+
 /** Answers `status` with an Anthropic error object whose type follows from the status. */
 void srv_anthropic_respond_error(srv_http_request *req, unsigned status, const char *fmt, ...) GUFO_EXT_PRINTF(3, 4);
 

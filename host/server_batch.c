@@ -3,12 +3,10 @@
 
 #include <stdlib.h>
 
-bool srv_batch_request_parse(const srv_app *app, srv_http_request *req, const char *const *fields,
+bool srv_batch_request_parse(const srv_app *app, const char *body, size_t len, const char *const *fields,
                              size_t max_inputs, srv_batch_request *r, srv_api_error *e)
 {
-    size_t body_len = 0;
-    const char *body = srv_http_body(req, &body_len);
-    return srv_parse_body(body, body_len, &r->root, e) && srv_check_fields(r->root, fields, e) &&
+    return srv_parse_body(body, len, &r->root, e) && srv_check_fields(r->root, fields, e) &&
            srv_check_model(app, r->root, e) && srv_parse_text_inputs(r->root, max_inputs, &r->inputs, &r->n_inputs, e);
 }
 

@@ -22,12 +22,12 @@ typedef struct srv_batch_request {
 } srv_batch_request;
 
 /**
- * Reads the body: a JSON object of valid UTF-8 with no member outside the
- * NULL-terminated `fields`, the served model (when named), and `input` as
- * 1..max_inputs non-empty strings (srv_parse_text_inputs). On failure `e`
- * says why; `r` needs srv_batch_request_free either way.
+ * Reads a request body (`len` bytes): a JSON object of valid UTF-8 with no
+ * member outside the NULL-terminated `fields`, the served model (when named),
+ * and `input` as 1..max_inputs non-empty strings (srv_parse_text_inputs). On
+ * failure `e` says why; `r` needs srv_batch_request_free either way.
  */
-bool srv_batch_request_parse(const srv_app *app, srv_http_request *req, const char *const *fields,
+bool srv_batch_request_parse(const srv_app *app, const char *body, size_t len, const char *const *fields,
                              size_t max_inputs, srv_batch_request *r, srv_api_error *e);
 
 void srv_batch_request_free(srv_batch_request *r);

@@ -45,28 +45,26 @@ static cJSON *decision_json(const gufo_decisions_info *info, const gufo_decision
     return d;
 }
 
-void srv_decisions_handle(void *app_ptr, srv_http_request *req)
+cJSON *srv_decisions_answer(const srv_app *app, const char *body, size_t len, srv_api_error *e)
 {
-    srv_app *app = app_ptr;
     const gufo_decisions_iface *iface = app->provider->iface;
-    srv_api_error e = {0};
     srv_batch_request r = {0};
     gufo_decision_item *items = NULL;
     float *scores = NULL;
     gufo_decisions_info info = {.struct_size = sizeof info};
 
-    bool ok = srv_batch_request_parse(app, req, decision_fields, MAX_INPUTS, &r, &e);
+    bool ok = srv_batch_request_parse(app, body, len, decision_fields, MAX_INPUTS, &r, e);
     size_t n = r.n_inputs;
     if (ok) {
         gufo_status st = iface->get_info(app->model, &info);
         if (st != GUFO_OK || info.n_labels == 0)
-            ok = srv_fail(&e, 500, NULL, "%s: get_info failed: %s", app->provider->id, gufo_status_str(st));
+            ok = srv_fail(e, 500, NULL, "%s: get_info failed: %s", app->provider->id, gufo_status_str(st));
     }
     if (ok) {
         items = calloc(n, sizeof *items);
         scores = calloc(n * info.n_labels, sizeof *scores);
         if (!items || !scores)
-            ok = srv_fail(&e, 503, NULL, "out of memory");
+            ok = srv_fail(e, 503, NULL, "out of memory");
     }
     if (ok) {
         for (size_t i = 0; i < n; i++)
@@ -75,11 +73,11 @@ void srv_decisions_handle(void *app_ptr, srv_http_request *req)
                                             .out_scores = scores + i * info.n_labels};
         decide_context c = {.app = app, .iface = iface, .items = items};
         ok = srv_batch_run(app, &decide_lock, n, info.max_batch ? info.max_batch : 1, decide_batch, &c,
-                           "classifying the inputs", &e);
+                           "classifying the inputs", e);
         /* A classifier's input limit is in bytes (max_input_bytes): GUFO_E_LIMIT says an input is over it. */
         for (size_t i = 0; ok && i < n; i++)
             ok = srv_batch_item_ok(i, items[i].status == GUFO_E_LIMIT ? GUFO_E_CONTEXT_OVERFLOW : items[i].status,
-                                   "classified", &e);
+                                   "classified", e);
     }
     cJSON *answer = NULL;
     if (ok) {
@@ -90,10 +88,23 @@ void srv_decisions_handle(void *app_ptr, srv_http_request *req)
         cJSON *data = cJSON_AddArrayToObject(answer, "data");
         for (size_t i = 0; i < n; i++)
             if (!cJSON_AddItemToArray(data, decision_json(&info, &items[i], i)))
-                ok = srv_fail(&e, 503, NULL, "out of memory");
+                ok = srv_fail(e, 503, NULL, "out of memory");
     }
     free(items);
     free(scores);
     srv_batch_request_free(&r);
-    srv_batch_respond(req, ok, answer, &e);
+    if (!ok) {
+        cJSON_Delete(answer);
+        return NULL;
+    }
+    return answer;
+}
+
+void srv_decisions_handle(void *app_ptr, srv_http_request *req)
+{
+    srv_api_error e = {0};
+    size_t body_len = 0;
+    const char *body = srv_http_body(req, &body_len);
+    cJSON *answer = srv_decisions_answer(app_ptr, body, body_len, &e);
+    srv_batch_respond(req, answer != NULL, answer, &e);
 }

@@ -97,11 +97,9 @@ static gufo_status embed_batch(void *context, size_t at, size_t count, gufo_erro
     return c->iface->embed(c->app->model, &batch, err);
 }
 
-void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
+cJSON *srv_embeddings_answer(const srv_app *app, const char *body, size_t len, srv_api_error *e)
 {
-    srv_app *app = app_ptr;
     const gufo_embeddings_iface *iface = app->provider->iface;
-    srv_api_error e = {0};
     srv_batch_request r = {0};
     gufo_embed_item *items = NULL;
     float *vectors = NULL;
@@ -110,7 +108,7 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
     bool as_base64 = false;
     gufo_embeddings_info info = {.struct_size = sizeof info};
 
-    bool ok = srv_batch_request_parse(app, req, embedding_fields, MAX_INPUTS, &r, &e);
+    bool ok = srv_batch_request_parse(app, body, len, embedding_fields, MAX_INPUTS, &r, e);
     size_t n = r.n_inputs;
     if (ok) {
         const cJSON *format = cJSON_GetObjectItemCaseSensitive(r.root, "encoding_format");
@@ -118,21 +116,21 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
             as_base64 = true;
         else if (format && !cJSON_IsNull(format) &&
                  !(cJSON_IsString(format) && strcmp(format->valuestring, "float") == 0))
-            ok = srv_fail(&e, 400, "encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
+            ok = srv_fail(e, 400, "encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
     }
     if (ok) {
         gufo_status st = iface->get_info(app->model, &info);
         if (st != GUFO_OK)
-            ok = srv_fail(&e, 500, NULL, "%s: get_info failed: %s", app->provider->id, gufo_status_str(st));
+            ok = srv_fail(e, 500, NULL, "%s: get_info failed: %s", app->provider->id, gufo_status_str(st));
     }
-    ok = ok && parse_dimension(r.root, &info, &dim, &e);
+    ok = ok && parse_dimension(r.root, &info, &dim, e);
     uint32_t out_dim = dim ? dim : info.dimension;
     if (ok) {
         items = calloc(n, sizeof *items);
         vectors = calloc(n * (size_t)out_dim, sizeof *vectors);
         tokens = calloc(n, sizeof *tokens);
         if (!items || !vectors || !tokens)
-            ok = srv_fail(&e, 503, NULL, "out of memory");
+            ok = srv_fail(e, 503, NULL, "out of memory");
     }
     if (ok) {
         for (size_t i = 0; i < n; i++)
@@ -140,9 +138,9 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
                                          .dimension = dim, .out = vectors + i * out_dim, .out_tokens = &tokens[i]};
         embed_context c = {.app = app, .iface = iface, .items = items};
         ok = srv_batch_run(app, &embed_lock, n, info.max_batch ? info.max_batch : 1, embed_batch, &c,
-                           "embedding the inputs", &e);
+                           "embedding the inputs", e);
         for (size_t i = 0; ok && i < n; i++)
-            ok = srv_batch_item_ok(i, items[i].status, "embedded", &e);
+            ok = srv_batch_item_ok(i, items[i].status, "embedded", e);
     }
     cJSON *answer = NULL;
     if (ok) {
@@ -158,7 +156,7 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
             cJSON *v = embedding_json(items[i].out, out_dim, as_base64);
             if (!v || !cJSON_AddItemToObject(item, "embedding", v)) {
                 cJSON_Delete(v);
-                ok = srv_fail(&e, 503, NULL, "out of memory");
+                ok = srv_fail(e, 503, NULL, "out of memory");
                 break;
             }
             total += tokens[i];
@@ -172,5 +170,18 @@ void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
     free(vectors);
     free(tokens);
     srv_batch_request_free(&r);
-    srv_batch_respond(req, ok, answer, &e);
+    if (!ok) {
+        cJSON_Delete(answer);
+        return NULL;
+    }
+    return answer;
+}
+
+void srv_embeddings_handle(void *app_ptr, srv_http_request *req)
+{
+    srv_api_error e = {0};
+    size_t body_len = 0;
+    const char *body = srv_http_body(req, &body_len);
+    cJSON *answer = srv_embeddings_answer(app_ptr, body, body_len, &e);
+    srv_batch_respond(req, answer != NULL, answer, &e);
 }

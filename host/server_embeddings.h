@@ -12,9 +12,18 @@
 #ifndef GUFO_HOST_SERVER_EMBEDDINGS_H
 #define GUFO_HOST_SERVER_EMBEDDINGS_H
 
-#include "server_http.h"
+#include "server_request.h"
 
 /** The handler; `app` is a srv_app whose provider has the embeddings capability. */
 void srv_embeddings_handle(void *app, srv_http_request *req);
+
+/**
+ * All the handler does but the HTTP exchange, so tests and the fuzz target
+ * (tests/fuzz/fuzz_http_embeddings.c) run the server's own code: reads `len`
+ * bytes of `body` as a request, embeds its inputs and returns the answer
+ * document (the caller's), or NULL with `e` saying which error the handler
+ * answers. Thread-safe as the handler is (embed() runs under the endpoint's lock).
+ */
+cJSON *srv_embeddings_answer(const srv_app *app, const char *body, size_t len, srv_api_error *e);
 
 #endif /* GUFO_HOST_SERVER_EMBEDDINGS_H */

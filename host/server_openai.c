@@ -545,6 +545,17 @@ static void handle_generate(srv_app *app, srv_http_request *req, api_kind kind)
                            (srv_generation_output){.sse = o ? &o->sse : NULL, .oom = o ? &o->oom : NULL});
 }
 
+bool srv_openai_check_request(srv_app *app, bool chat, const char *body, size_t len, size_t *n_prompt,
+                              srv_api_error *e)
+{
+    api_request r;
+    *n_prompt = 0;
+    bool ok = parse_request(app, chat ? API_CHAT : API_COMPLETION, body, len, &r, e) &&
+              srv_generation_count_prompt(app, &r.gen, n_prompt, e);
+    request_free(&r);
+    return ok;
+}
+
 void srv_openai_handle_chat(void *app, srv_http_request *req)
 {
     handle_generate(app, req, API_CHAT);

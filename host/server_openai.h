@@ -54,4 +54,18 @@ void srv_openai_handle_chat(void *app, srv_http_request *req);
 /** POST /v1/completions (text generation models only). */
 void srv_openai_handle_completions(void *app, srv_http_request *req);
 
+typedef struct srv_api_error srv_api_error; /* server_request.h */
+
+/**
+ * What the two handlers do with a body before anything is generated, so
+ * tests and the fuzz target (tests/fuzz/fuzz_http_openai.c) run the
+ * server's own code: reads `len` bytes of `body` as a chat completions
+ * (`chat`) or completions request, then renders and tokenizes its prompt
+ * (srv_generation_count_prompt); `*n_prompt` gets the token count. False with
+ * `e` saying which error the handler answers. Submits nothing. Thread-safe
+ * (the text slots it calls are).
+ */
+bool srv_openai_check_request(srv_app *app, bool chat, const char *body, size_t len, size_t *n_prompt,
+                              srv_api_error *e);
+
 #endif /* GUFO_HOST_SERVER_OPENAI_H */

@@ -636,6 +636,15 @@ static const srv_generation_protocol responses_protocol = {
 
 /* ---- the handler ------------------------------------------------------------ */
 
+bool srv_responses_check_request(srv_app *app, const char *body, size_t len, size_t *n_prompt, srv_api_error *e)
+{
+    resp_request r;
+    *n_prompt = 0;
+    bool ok = parse_request(app, body, len, &r, e) && srv_generation_count_prompt(app, &r.gen, n_prompt, e);
+    request_free(&r);
+    return ok;
+}
+
 void srv_responses_handle(void *app_ptr, srv_http_request *req)
 {
     srv_app *app = app_ptr;

@@ -19,4 +19,17 @@
 /** The handler; `app` is a srv_app whose model generates text. */
 void srv_responses_handle(void *app, srv_http_request *req);
 
+typedef struct srv_app srv_app;             /* server_openai.h */
+typedef struct srv_api_error srv_api_error; /* server_request.h */
+
+/**
+ * What the handler does with a body before anything is generated, so tests
+ * and the fuzz target (tests/fuzz/fuzz_http_responses.c) run the server's
+ * own code: reads `len` bytes of `body` as a Responses request, then renders
+ * and tokenizes its conversation (srv_generation_count_prompt); `*n_prompt`
+ * gets the token count. False with `e` saying which error the handler
+ * answers. Submits nothing. Thread-safe (the text slots it calls are).
+ */
+bool srv_responses_check_request(srv_app *app, const char *body, size_t len, size_t *n_prompt, srv_api_error *e);
+
 #endif /* GUFO_HOST_SERVER_RESPONSES_H */
