@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -279,49 +280,136 @@ static bool constant_time_equal(const char *given, size_t given_len, const char 
     return diff == 0 && key_len > 0;
 }
 
-static bool authorized(srv_http_request *req)
+/*
+ * The credentials of `Authorization: Bearer TOKEN`, or NULL for another scheme.
+ * The scheme is case-insensitive and one or more spaces (or tabs) separate it
+ * from the token (RFC 9110 section 11); `*len` excludes trailing whitespace.
+ */
+static const char *bearer_token(const char *header, size_t *len)
+{
+    static const char scheme[] = "Bearer";
+    if (!header || strncasecmp(header, scheme, sizeof scheme - 1) != 0)
+        return NULL;
+    const char *token = header + sizeof scheme - 1;
+    if (*token != ' ' && *token != '\t')
+        return NULL;
+    while (*token == ' ' || *token == '\t')
+        token++;
+    size_t n = strlen(token);
+    while (n > 0 && (token[n - 1] == ' ' || token[n - 1] == '\t'))
+        n--;
+    *len = n;
+    return token;
+}
+
+/* Whether the request carries the API key (always, without one). `public_path`: no key is needed there. */
+static bool authorized(srv_http_request *req, bool public_path)
 {
     const char *key = req->http->config.api_key;
-    if (!key || !req->route || !req->route->needs_auth)
+    if (!key || public_path)
         return true;
-    const char *header = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    static const char prefix[] = "Bearer ";
-    if (header && strncmp(header, prefix, sizeof prefix - 1) == 0) {
-        const char *token = header + sizeof prefix - 1;
-        return constant_time_equal(token, strlen(token), key, strlen(key));
-    }
+    size_t len = 0;
+    const char *token = bearer_token(
+        MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &len);
+    if (token)
+        return constant_time_equal(token, len, key, strlen(key));
     /* Anthropic clients (Claude Code with ANTHROPIC_API_KEY) send the key as `x-api-key` instead. */
     const char *api_key = MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, "x-api-key");
     return api_key && constant_time_equal(api_key, strlen(api_key), key, strlen(key));
 }
 
+/* ---- the body's media type ------------------------------------------------- */
+
+/*
+ * Whether a Content-Type value declares `type` ("application/json"): the
+ * type and subtype compare case-insensitively (RFC 9110 section 8.3.1),
+ * parameters may follow, and a charset parameter, when given, must be UTF-8
+ * (the only encoding the JSON bodies are read in).
+ */
+static bool declares_type(const char *value, const char *type)
+{
+    if (!value)
+        return false;
+    while (*value == ' ' || *value == '\t')
+        value++;
+    size_t n = strlen(type);
+    if (strncasecmp(value, type, n) != 0)
+        return false;
+    const char *p = value + n;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\0')
+            return true;
+        if (*p != ';')
+            return false; /* "application/jsonx" */
+        p++;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        const char *name = p;
+        while (*p && *p != '=' && *p != ';')
+            p++;
+        size_t name_len = (size_t)(p - name);
+        while (name_len > 0 && (name[name_len - 1] == ' ' || name[name_len - 1] == '\t'))
+            name_len--;
+        const char *v = NULL;
+        size_t v_len = 0;
+        if (*p == '=') {
+            v = ++p;
+            if (*p == '"') {
+                v = ++p;
+                while (*p && *p != '"')
+                    p++;
+                v_len = (size_t)(p - v);
+                if (*p == '"')
+                    p++;
+            } else {
+                while (*p && *p != ';' && *p != ' ' && *p != '\t')
+                    p++;
+                v_len = (size_t)(p - v);
+            }
+        }
+        if (name_len == 7 && strncasecmp(name, "charset", 7) == 0 &&
+            !(v && ((v_len == 5 && strncasecmp(v, "utf-8", 5) == 0) || (v_len == 4 && strncasecmp(v, "utf8", 4) == 0))))
+            return false;
+    }
+}
+
 /* ---- the access handler --------------------------------------------------- */
 
-/* The route for `method` and `url`, or NULL. `*shape` is the route whose error shape answers for the
- * path: one with that exact path (any method), else the one whose path is the longest prefix of `url`
- * followed by '/', else NULL. `*path_known` says whether some route has exactly that path. */
-static const srv_http_route *find_route(const srv_http *http, const char *method, const char *url, bool *path_known,
-                                        const srv_http_route **shape)
+/* The route for `method` and `url` (the path; `url_len` bytes of it), or NULL. `*shape` is the route
+ * whose error shape answers for the path: one with that exact path (any method), else the one whose path
+ * is the longest prefix of `url` followed by '/', else NULL. `*path_known` says whether some route has
+ * exactly that path, `*public_path` whether one of those needs no API key. */
+static const srv_http_route *find_route_n(const srv_http *http, const char *method, const char *url, size_t url_len,
+                                          bool *path_known, bool *public_path, const srv_http_route **shape)
 {
-    *path_known = false;
+    *path_known = *public_path = false;
     *shape = NULL;
     size_t shape_len = 0;
     const srv_http_route *found = NULL;
     for (size_t i = 0; i < http->config.n_routes; i++) {
         const srv_http_route *r = &http->config.routes[i];
         size_t len = strlen(r->path);
-        if (strcmp(r->path, url) == 0) {
+        if (len == url_len && strncmp(r->path, url, len) == 0) {
             *path_known = true;
+            *public_path = *public_path || !r->needs_auth;
             *shape = r;
             shape_len = SIZE_MAX;
             if (strcmp(r->method, method) == 0)
                 found = r;
-        } else if (len > shape_len && strncmp(r->path, url, len) == 0 && url[len] == '/') {
+        } else if (len > shape_len && len < url_len && strncmp(r->path, url, len) == 0 && url[len] == '/') {
             *shape = r;
             shape_len = len;
         }
     }
     return found;
+}
+
+static const srv_http_route *find_route(const srv_http *http, const char *method, const char *url, bool *path_known,
+                                        bool *public_path, const srv_http_route **shape)
+{
+    return find_route_n(http, method, url, strlen(url), path_known, public_path, shape);
 }
 
 static bool body_append(srv_http_request *req, const char *data, size_t len)
@@ -347,6 +435,59 @@ static bool body_append(srv_http_request *req, const char *data, size_t len)
     return true;
 }
 
+/* True when the request announces a body (a length above 0, or chunks). */
+static bool has_body(struct MHD_Connection *connection)
+{
+    const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+        return true;
+    return length && strtoull(length, NULL, 10) > 0;
+}
+
+/*
+ * The whole head is here. Everything this layer decides without the body,
+ * in the order server_http.h gives; false when an answer was queued.
+ */
+static bool check_head(srv_http_request *req, const char *url, const char *method)
+{
+    srv_http *http = req->http;
+    struct MHD_Connection *connection = req->connection;
+    bool path_known = false, public_path = false;
+    const srv_http_route *shape = NULL;
+    req->route = find_route(http, method, url, &path_known, &public_path, &shape);
+    /* The key first, for every path that is not public, known or not: without the key nothing else is told. */
+    if (!authorized(req, public_path)) {
+        respond_error_as(req, shape, 401, "invalid_api_key",
+                         "Incorrect or missing API key: send 'Authorization: Bearer KEY' (or 'x-api-key: KEY').");
+        return false;
+    }
+    if (!req->route) {
+        if (path_known)
+            respond_error_as(req, shape, 405, "method_not_allowed", "%s is not allowed on %s", method, url);
+        else
+            respond_error_as(req, shape, 404, "unknown_url", "Unknown request URL: %s %s", method, url);
+        return false;
+    }
+    const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length && strtoull(length, NULL, 10) > http->config.max_body) {
+        srv_http_respond_route_error(req, 413, "request_too_large",
+                                     "The request body of %s bytes is over the limit of %zu bytes.", length,
+                                     http->config.max_body);
+        return false;
+    }
+    if (!has_body(connection))
+        return true;
+    const char *want = req->route->body_type ? req->route->body_type : "application/json";
+    const char *type = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!declares_type(type, want)) {
+        srv_http_respond_route_error(req, 415, "unsupported_media_type",
+                                     "The request body must be sent as 'Content-Type: %s'; it was %s%.64s%s.", want,
+                                     type ? "'" : "sent without a Content-Type", type ? type : "", type ? "'" : "");
+        return false;
+    }
+    return true;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
                                  const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls)
@@ -363,29 +504,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         clock_gettime(CLOCK_MONOTONIC, &req->arrived);
         srv_metrics_request_started(http->config.metrics);
         *con_cls = req;
-        bool path_known = false;
-        const srv_http_route *shape = NULL;
-        req->route = find_route(http, method, url, &path_known, &shape);
         /* Answer what needs no body at once: MHD then skips the upload. */
-        if (!req->route) {
-            if (path_known)
-                respond_error_as(req, shape, 405, "method_not_allowed", "%s is not allowed on %s", method, url);
-            else
-                respond_error_as(req, shape, 404, "unknown_url", "Unknown request URL: %s %s", method, url);
-            return MHD_YES;
-        }
-        if (!authorized(req)) {
-            srv_http_respond_route_error(req, 401, "invalid_api_key", "Incorrect or missing API key: send "
-                                         "'Authorization: Bearer KEY' (or 'x-api-key: KEY').");
-            return MHD_YES;
-        }
-        const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (length && strtoull(length, NULL, 10) > http->config.max_body) {
-            srv_http_respond_route_error(req, 413, "request_too_large",
-                                         "The request body of %s bytes is over the limit of %zu bytes.", length,
-                                         http->config.max_body);
-            return MHD_YES;
-        }
+        check_head(req, url, method);
         return MHD_YES;
     }
     if (req->answered) {

@@ -15,13 +15,15 @@
  * the handlers watch for hang-ups themselves.
  *
  * This layer owns: binding, the bearer API key (constant-time compare), the
- * request body limit (413), routing by method and path, and the error shape
- * of what it decides before a handler runs (401, 404, 405, 413): the shape of
- * the route the path belongs to (srv_http_route.error_body, so Anthropic
- * clients read Anthropic errors on /v1/messages*), OpenAI's by default. An
- * unknown path belongs to the route whose path is its longest prefix at a '/'
- * ("/v1/messages/batches" to "/v1/messages"). The OpenAI semantics live in
- * server_openai.c.
+ * request body limit (413), the body's media type (415), routing by method
+ * and path, and the error shape of what it decides before a handler runs:
+ * the shape of the route the path belongs to (srv_http_route.error_body, so
+ * Anthropic clients read Anthropic errors on /v1/messages*), OpenAI's by
+ * default. An unknown path belongs to the route whose path is its longest
+ * prefix at a '/' ("/v1/messages/batches" to "/v1/messages"). In order: the
+ * API key (401: every path but the public ones, known or not, so an unknown
+ * path without the key is 401 like the rest of the API), then 404, 405, 413,
+ * 415, then the route's handler. The OpenAI semantics live in server_openai.c.
  */
 #ifndef GUFO_HOST_SERVER_HTTP_H
 #define GUFO_HOST_SERVER_HTTP_H
@@ -55,6 +57,7 @@ typedef struct srv_http_route {
     srv_http_handler handler;
     void *context;            /* passed to the handler instead of srv_http_config.app when not NULL */
     srv_http_error_body error_body; /* the shape of this path's errors; NULL = OpenAI's (srv_http_error_json) */
+    const char *body_type;    /* the media type a request body must be declared as (else 415); NULL = application/json */
 } srv_http_route;
 
 typedef struct srv_http_config {

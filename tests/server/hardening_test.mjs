@@ -2,13 +2,13 @@
 // sampling that holds text back, slow clients and requests the HTTP layer
 // itself refuses (issue 11).
 //
-//   node hardening_test.mjs GROUP   (GROUP: waiting | held_back)
+//   node hardening_test.mjs GROUP   (GROUP: waiting | held_back | content_type | auth_rules)
 //
 // Environment and exit codes as server_test.mjs (harness.mjs).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
-  MODEL_ID, startServer, stopServer, post, runGroups,
+  MODEL_ID, startServer, stopServer, post, runGroups, assertErrorObject,
 } from './harness.mjs';
 
 async function stopClean(server) {
@@ -92,4 +92,81 @@ async function groupHeldBack() {
   }
 }
 
-await runGroups('hardening_test.mjs', { waiting: groupWaiting, held_back: groupHeldBack });
+// ---- the body's media type ------------------------------------------------------------
+
+// A body must be declared application/json (any case, parameters allowed, a charset
+// only UTF-8): anything else, or no type at all, is 415 in the route's error shape.
+async function groupContentType() {
+  const server = await startServer([]);
+  try {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const send = (path, type, b = body) => post(server, path, b, type === null ? { 'Content-Type': '' } : { 'Content-Type': type });
+    for (const type of ['application/json', 'Application/JSON', 'application/json; charset=utf-8',
+      'application/json;charset="UTF-8"']) {
+      const r = await send('/v1/chat/completions', type);
+      assert.equal(r.status, 200, `${type}: ${r.text}`);
+    }
+    for (const type of ['text/plain', 'text/plain;charset=UTF-8', 'application/x-www-form-urlencoded',
+      'application/json; charset=latin1', 'application/jsonl']) {
+      const r = await send('/v1/chat/completions', type);
+      assertErrorObject(r, 415, type);
+      assert.equal(r.json.error.code, 'unsupported_media_type', type);
+    }
+    // No Content-Type at all (fetch with a Blob of no type sends none).
+    const none = await fetch(`${server.base}/v1/chat/completions`, { method: 'POST', body: new Blob([body]) });
+    assertErrorObject({ status: none.status, json: await none.json(), text: '' }, 415, 'no content type');
+    // The route's shape: Anthropic's on /v1/messages; OpenAI's on /v1/responses.
+    const msg = await send('/v1/messages', 'text/plain', JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }));
+    assert.equal(msg.status, 415, msg.text);
+    assert.equal(msg.json?.type, 'error', msg.text);
+    assert.equal(msg.json.error.type, 'invalid_request_error', msg.text);
+    assertErrorObject(await send('/v1/responses', 'text/plain', JSON.stringify({ input: 'hi' })), 415, '/v1/responses');
+    // No body, no type needed: the handler says what is missing.
+    const empty = await fetch(`${server.base}/v1/chat/completions`, { method: 'POST' });
+    assertErrorObject({ status: empty.status, json: await empty.json(), text: '' }, 400, 'empty body');
+  } finally {
+    await stopClean(server);
+  }
+}
+
+// ---- the API key -----------------------------------------------------------------------
+
+// The bearer scheme is case-insensitive. Without the key every path but /health
+// answers 401, known or not (an unknown path is 404 only with the key), in the
+// shape of the path's route.
+async function groupAuthRules() {
+  const key = 'sekret-key-123';
+  const server = await startServer(['--api-key', key]);
+  try {
+    const ok = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 };
+    for (const auth of [`bearer ${key}`, `BEARER ${key}`, `Bearer  ${key}`, `bEaReR\t${key}`]) {
+      const r = await post(server, '/v1/chat/completions', ok, { Authorization: auth });
+      assert.equal(r.status, 200, `Authorization: ${JSON.stringify(auth)}: ${r.text}`);
+    }
+    for (const auth of [`Basic ${key}`, `Bearer${key}`, key, `Bearer ${key}x`]) {
+      assertErrorObject(await post(server, '/v1/chat/completions', ok, { Authorization: auth }), 401, auth);
+    }
+    const get = (path, headers = {}) => fetch(`${server.base}${path}`, { headers }).then(async (r) => {
+      const text = await r.text();
+      let json = null;
+      try { json = JSON.parse(text); } catch { /* checked below */ }
+      return { status: r.status, text, json };
+    });
+    const bearer = { Authorization: `Bearer ${key}` };
+    assertErrorObject(await get('/v1/nothing'), 401, 'unknown path without the key');
+    assertErrorObject(await get('/nothing/at/all'), 401, 'unknown path outside /v1 without the key');
+    assertErrorObject(await get('/v1/nothing', bearer), 404, 'unknown path with the key');
+    assertErrorObject(await get('/v1/chat/completions'), 401, 'GET on a POST route without the key');
+    assertErrorObject(await get('/v1/chat/completions', bearer), 405, 'GET on a POST route with the key');
+    const anthropic = await post(server, '/v1/messages/batches', {});
+    assert.equal(anthropic.status, 401, anthropic.text);
+    assert.equal(anthropic.json?.error?.type, 'authentication_error', anthropic.text);
+    assert.equal((await get('/health')).status, 200, '/health needs no key');
+    assertErrorObject(await post(server, '/health', {}), 405, 'POST /health without a key');
+  } finally {
+    await stopClean(server);
+  }
+}
+
+await runGroups('hardening_test.mjs', { waiting: groupWaiting, held_back: groupHeldBack, content_type: groupContentType,
+  auth_rules: groupAuthRules });
