@@ -294,7 +294,7 @@ gufo_status conf_model_open(conf_ctx *ctx, const gufo_provider *provider, const 
     memset(out, 0, sizeof *out);
     const gufo_provider *p = provider ? provider : ctx->provider.provider;
     out->provider = p;
-    gufo_status st = gufo_artifact_open(path, &out->artifact, err);
+    gufo_status st = gufo_registry_open_artifact(ctx->registry, path, &out->artifact, err);
     if (st != GUFO_OK) return gufo_error_prefix(err, st, "opening the artifact");
     gufo_probe_result probe = {0};
     st = p->probe(p->userdata, out->artifact, &probe);

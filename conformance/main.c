@@ -247,7 +247,7 @@ static void choose_artifact(conf_ctx *ctx)
         gufo_artifact *art = NULL;
         gufo_error err = {0};
         gufo_probe_result probe = {0};
-        if (gufo_artifact_open(ctx->artifacts[i].path, &art, &err) != GUFO_OK) {
+        if (gufo_registry_open_artifact(ctx->registry, ctx->artifacts[i].path, &art, &err) != GUFO_OK) {
             used += (size_t)snprintf(why + used, sizeof why - used, "%s%s", used ? "; " : "", err.message);
         } else if (ctx->provider.provider->probe(ctx->provider.provider->userdata, art, &probe) == GUFO_OK &&
                    probe.accept) {
@@ -355,7 +355,11 @@ int main(int argc, char **argv)
 
     gufo_registry *registry = NULL;
     gufo_error err = {0};
-    if (gufo_registry_create(&registry, &err) != GUFO_OK || gufo_registry_populate(registry, &err) != GUFO_OK) {
+    /* The device is queried once, here, as a host does: probes read these facts from the artifacts. */
+    gufo_device_facts device = {.struct_size = sizeof device};
+    if (gufo_registry_create(&registry, &err) != GUFO_OK || gufo_registry_populate(registry, &err) != GUFO_OK ||
+        gufo_device_facts_query(&device, &err) != GUFO_OK ||
+        gufo_registry_set_device_facts(registry, &device, &err) != GUFO_OK) {
         fprintf(stderr, "gufo_conformance: cannot load the registry: %s\n", err.message);
         gufo_registry_destroy(registry);
         args_free(&a);

@@ -129,7 +129,7 @@ static void artifacts_accepted(conf_ctx *ctx)
         const conf_artifact *a = &ctx->artifacts[i];
         gufo_artifact *art = NULL;
         gufo_error err = {0};
-        if (gufo_artifact_open(a->path, &art, &err) != GUFO_OK) {
+        if (gufo_registry_open_artifact(ctx->registry, a->path, &art, &err) != GUFO_OK) {
             conf_case_fail(&c, "declared artifact cannot be opened: %s", err.message);
             continue;
         }
@@ -186,7 +186,7 @@ static void probe_reads_metadata_only(conf_ctx *ctx)
     }
     gufo_artifact *art = NULL;
     gufo_probe_result r = {0};
-    gufo_status st = gufo_artifact_open(path, &art, &err);
+    gufo_status st = gufo_registry_open_artifact(ctx->registry, path, &art, &err);
     if (st == GUFO_OK) st = ctx->provider.provider->probe(ctx->provider.provider->userdata, art, &r);
     read_rchar(&after, &own2);
     uint64_t file_size = art ? gufo_artifact_size(art) : 0;
@@ -206,7 +206,7 @@ static void probe_reads_metadata_only(conf_ctx *ctx)
 static bool probe_file(const conf_ctx *ctx, const char *path, gufo_status *st, gufo_probe_result *r, gufo_error *err)
 {
     gufo_artifact *art = NULL;
-    if (gufo_artifact_open(path, &art, err) != GUFO_OK) return false;
+    if (gufo_registry_open_artifact(ctx->registry, path, &art, err) != GUFO_OK) return false;
     *st = ctx->provider.provider->probe(ctx->provider.provider->userdata, art, r);
     gufo_artifact_close(art);
     return true;
@@ -226,7 +226,7 @@ static void probe_opens_no_file(conf_ctx *ctx)
     gufo_error err = {0};
     gufo_artifact *art = NULL;
     if (conf_file_truncate_copy(ctx->artifact->path, path, UINT64_MAX, &err) != GUFO_OK ||
-        gufo_artifact_open(path, &art, &err) != GUFO_OK) {
+        gufo_registry_open_artifact(ctx->registry, path, &art, &err) != GUFO_OK) {
         remove(path);
         conf_case_abort(&c, "cannot copy and open the artifact: %s", err.message);
         return;
@@ -325,7 +325,7 @@ static void registry_selects(conf_ctx *ctx)
     gufo_artifact *art = NULL;
     gufo_error err = {0};
     gufo_provider_info chosen;
-    gufo_status st = gufo_artifact_open(ctx->artifact->path, &art, &err);
+    gufo_status st = gufo_registry_open_artifact(ctx->registry, ctx->artifact->path, &art, &err);
     if (st == GUFO_OK)
         st = gufo_registry_select(ctx->registry, ctx->provider.decl->capability, art, NULL, NULL, &chosen, &err);
     gufo_artifact_close(art);

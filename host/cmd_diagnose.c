@@ -2,7 +2,11 @@
  *
  * A bug report should say exactly what ran, so this lists every compiled-in
  * extension (available or not, with the reason), every provider and option
- * it declares, and the system the runtime sees.
+ * it declares, and the system the runtime sees. A provider is "built" when its
+ * library was built and loaded, and "usable here" when it can also run on the
+ * device this machine has: both, with the reason, because a GPU provider can
+ * be built on a machine whose GPU is unusable. The device is the one main.c
+ * queried at start-up (gufo_registry_device_facts()); nothing here asks again.
  *
  * JSON output (--json) is one object:
  *
@@ -19,7 +23,11 @@
  *         "available": true, "reason": null,  reason is a string when unavailable
  *         "providers": [
  *           {"id": "...", "capability": "decisions", "keys": ["gguf:..."],
- *            "target": "...", "available": true, "reason": null,
+ *            "target": "...",
+ *            "built": true,                  its library was built and it loaded
+ *            "usable_here": false,           built, and it can run on this machine's device
+ *            "available": false,             built and usable here
+ *            "reason": "no usable GPU: ...", why not available (not built, or not usable here)
  *            "speculative": ["mtp"]}
  *         ],
  *         "options": [
@@ -121,8 +129,9 @@ static const cli_command_spec diagnose_cli = {
     .usage = "gufo diagnose [--section extensions|system|all] [--json]",
     .summary = "Show the compiled-in extensions and the system (for bug reports).",
     .description = "Lists every extension compiled into this binary with its version, origin, source "
-                   "directory and required API version, each provider with its capability, keys and "
-                   "whether it is available (and why not), and the options each extension declares; then "
+                   "directory and required API version, each provider with its capability, keys, whether it "
+                   "was built and whether it is usable on this machine's device (and why not), and the options "
+                   "each extension declares; then "
                    "the Gufo and API versions, the runtime's device backend and the CPU count.",
     .options = diagnose_options,
     .n_options = sizeof diagnose_options / sizeof diagnose_options[0],
@@ -202,17 +211,25 @@ static void print_provider_table(const gufo_registry *registry, const char *exte
         printf("    providers    none\n");
         return;
     }
-    printf("    providers\n      %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", w_id, "ID", w_cap, "CAPABILITY", w_keys, "KEYS",
-           w_target, "TARGET", w_spec, "SPECULATIVE", "AVAILABLE");
+    printf("    providers\n      %-*s  %-*s  %-*s  %-*s  %-*s  %-5s  %s\n", w_id, "ID", w_cap, "CAPABILITY", w_keys,
+           "KEYS", w_target, "TARGET", w_spec, "SPECULATIVE", "BUILT", "USABLE HERE");
     for (size_t i = 0; i < n; i++) {
         gufo_provider_info p;
         if (gufo_registry_provider_at(registry, i, &p) != GUFO_OK || strcmp(p.extension, extension) != 0)
             continue;
         join_strings(p.decl->keys, p.decl->n_keys, "-", keys, sizeof keys);
         join_strings(p.decl->speculative, p.decl->n_speculative, "-", spec, sizeof spec);
-        printf("      %-*s  %-*s  %-*s  %-*s  %-*s  %s%s%s\n", w_id, p.decl->id, w_cap,
-               capability_name(p.decl->capability), w_keys, keys, w_target, p.decl->target ? p.decl->target : "-",
-               w_spec, spec, p.available ? "yes" : "no", p.available ? "" : ": ", p.available ? "" : p.reason);
+        bool built = false, usable = false;
+        const char *why = "";
+        gufo_registry_provider_usable(registry, i, &built, &usable, &why);
+        /* Not built: the reason fills the rest of the line ("usable here" does not apply). */
+        char state[GUFO_ERROR_MESSAGE_MAX + 16];
+        if (!built)
+            snprintf(state, sizeof state, "no: %s", why);
+        else
+            snprintf(state, sizeof state, "%-5s  %s%s", "yes", usable ? "yes" : "no: ", usable ? "" : why);
+        printf("      %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", w_id, p.decl->id, w_cap, capability_name(p.decl->capability),
+               w_keys, keys, w_target, p.decl->target ? p.decl->target : "-", w_spec, spec, state);
     }
 }
 
@@ -271,19 +288,28 @@ static void print_extensions_text(const gufo_registry *registry)
     }
 }
 
-static void print_system_text(void)
+/* The device as main.c found it at start-up; a host that gave the registry no
+ * facts (none in this binary) gets them queried here, once. */
+static void device_facts(const gufo_registry *registry, gufo_device_facts *facts)
+{
+    memset(facts, 0, sizeof *facts);
+    facts->struct_size = sizeof *facts;
+    if (gufo_registry_device_facts(registry, facts, NULL) != GUFO_OK)
+        (void)gufo_device_facts_query(facts, NULL);
+}
+
+static void print_system_text(const gufo_registry *registry)
 {
     printf("System\n");
     printf("  gufo             %s\n", host_gufo_version());
     printf("  extension API    %s (runtime %s)\n", host_api_version_built(), host_api_version_runtime());
-    gufo_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    gufo_error err = {0};
-    gufo_status st = gufo_device_query(&dev, &err);
+    gufo_device_facts facts;
+    device_facts(registry, &facts);
+    const gufo_device_info dev = facts.info;
+    const gufo_status st = facts.status;
     printf("  device backend   %s\n", dev.backend ? dev.backend : "none");
     if (st != GUFO_OK) {
-        printf("  device           unusable: %s\n", err.message[0] ? err.message : gufo_status_str(st));
+        printf("  device           unusable: %s\n", facts.detail[0] ? facts.detail : gufo_status_str(st));
     } else if (dev.device_count > 0 && dev.name[0]) {
         char total[32], free_b[32];
         format_bytes(dev.total_bytes, total, sizeof total);
@@ -333,15 +359,20 @@ static cJSON *string_array(const char *const *items, size_t n)
     return arr;
 }
 
-static cJSON *provider_json(const gufo_provider_info *p)
+static cJSON *provider_json(const gufo_registry *registry, size_t index, const gufo_provider_info *p)
 {
+    bool built = false, usable = false;
+    const char *why = "";
+    gufo_registry_provider_usable(registry, index, &built, &usable, &why);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", p->decl->id);
     cJSON_AddStringToObject(o, "capability", capability_name(p->decl->capability));
     cJSON_AddItemToObject(o, "keys", string_array(p->decl->keys, p->decl->n_keys));
     add_string_or_null(o, "target", p->decl->target);
-    cJSON_AddBoolToObject(o, "available", p->available);
-    add_string_or_null(o, "reason", p->available ? NULL : p->reason);
+    cJSON_AddBoolToObject(o, "built", built);
+    cJSON_AddBoolToObject(o, "usable_here", usable);
+    cJSON_AddBoolToObject(o, "available", usable);
+    add_string_or_null(o, "reason", usable ? NULL : why);
     cJSON_AddItemToObject(o, "speculative", string_array(p->decl->speculative, p->decl->n_speculative));
     return o;
 }
@@ -391,7 +422,7 @@ static cJSON *extensions_json(const gufo_registry *registry)
         for (size_t k = 0; k < n_prov; k++) {
             gufo_provider_info p;
             if (gufo_registry_provider_at(registry, k, &p) == GUFO_OK && strcmp(p.extension, d->name) == 0)
-                cJSON_AddItemToArray(providers, provider_json(&p));
+                cJSON_AddItemToArray(providers, provider_json(registry, k, &p));
         }
         cJSON *options = cJSON_AddArrayToObject(o, "options");
         for (size_t k = 0; k < d->n_options; k++)
@@ -401,22 +432,21 @@ static cJSON *extensions_json(const gufo_registry *registry)
     return arr;
 }
 
-static cJSON *system_json(void)
+static cJSON *system_json(const gufo_registry *registry)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "gufo", host_gufo_version());
     cJSON_AddStringToObject(o, "api_version", host_api_version_built());
     cJSON_AddStringToObject(o, "runtime_api_version", host_api_version_runtime());
     cJSON_AddNumberToObject(o, "cpu_count", (double)cpu_count());
-    gufo_device_info dev;
-    memset(&dev, 0, sizeof dev);
-    dev.struct_size = sizeof dev;
-    gufo_error err = {0};
-    gufo_status st = gufo_device_query(&dev, &err);
+    gufo_device_facts facts;
+    device_facts(registry, &facts);
+    const gufo_device_info dev = facts.info;
+    const gufo_status st = facts.status;
     cJSON *d = cJSON_AddObjectToObject(o, "device");
     cJSON_AddStringToObject(d, "backend", dev.backend ? dev.backend : "none");
     cJSON_AddBoolToObject(d, "available", st == GUFO_OK && dev.device_count > 0);
-    add_string_or_null(d, "error", st == GUFO_OK ? NULL : (err.message[0] ? err.message : gufo_status_str(st)));
+    add_string_or_null(d, "error", st == GUFO_OK ? NULL : (facts.detail[0] ? facts.detail : gufo_status_str(st)));
     cJSON_AddStringToObject(d, "name", dev.name);
     cJSON_AddStringToObject(d, "arch", dev.arch);
     cJSON_AddNumberToObject(d, "total_bytes", (double)dev.total_bytes);
@@ -457,7 +487,7 @@ static int print_json(const gufo_registry *registry, bool extensions, bool syste
     if (extensions)
         cJSON_AddItemToObject(root, "extensions", extensions_json(registry));
     if (system)
-        cJSON_AddItemToObject(root, "system", system_json());
+        cJSON_AddItemToObject(root, "system", system_json(registry));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) {
@@ -483,7 +513,7 @@ static int run_diagnose(const host_context *ctx, const cli_args *args)
     if (extensions && system)
         putchar('\n');
     if (system)
-        print_system_text();
+        print_system_text(ctx->registry);
     return fflush(stdout) == 0 ? HOST_EXIT_OK : HOST_EXIT_FAILURE;
 }
 

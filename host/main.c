@@ -78,6 +78,24 @@ static int open_registry(gufo_registry **out)
     return HOST_EXIT_FAILURE;
 }
 
+/*
+ * Queries the device once, for the whole run, and gives the answer to the
+ * registry: probes, providers' usable() and `gufo diagnose` read these facts,
+ * so nothing else starts the GPU driver to ask again. A machine without a
+ * usable GPU is a fact the registry records, not a failure.
+ */
+static int query_device(gufo_registry *registry)
+{
+    gufo_device_facts facts = {.struct_size = sizeof facts};
+    gufo_error err = {0};
+    if (gufo_device_facts_query(&facts, &err) != GUFO_OK ||
+        gufo_registry_set_device_facts(registry, &facts, &err) != GUFO_OK) {
+        host_error("cannot record the device facts: %s", err.message);
+        return HOST_EXIT_FAILURE;
+    }
+    return HOST_EXIT_OK;
+}
+
 static int run_command(const host_command *cmd, int argc, char **argv, bool help_only)
 {
     host_context ctx = {0};
@@ -95,8 +113,12 @@ static int run_command(const host_command *cmd, int argc, char **argv, bool help
         rc = cli_args_parse(cmd->cli, ctx.registry, argc, argv, &args);
         if (rc == HOST_EXIT_OK && args.help)
             cli_print_help(cmd->cli, ctx.registry, stdout);
-        else if (rc == HOST_EXIT_OK)
-            rc = cmd->run(&ctx, &args);
+        else if (rc == HOST_EXIT_OK) {
+            if (ctx.registry)
+                rc = query_device(ctx.registry);
+            if (rc == HOST_EXIT_OK)
+                rc = cmd->run(&ctx, &args);
+        }
         cli_args_free(&args);
     }
     gufo_registry_destroy(ctx.registry);

@@ -73,7 +73,8 @@ int host_model_select(const gufo_registry *registry, gufo_capability capability,
     }
 
     gufo_error err = {0};
-    if (gufo_artifact_open(path, &out->artifact, &err) != GUFO_OK) {
+    /* With the device facts main.c queried at start-up: probes read them instead of querying the GPU. */
+    if (gufo_registry_open_artifact(registry, path, &out->artifact, &err) != GUFO_OK) {
         host_error("cannot read model '%s': %s", path, err.message);
         return HOST_EXIT_FAILURE;
     }

@@ -4,8 +4,9 @@
  * wins selection, which is not known until selection ran:
  *
  *  1. host_model_select(): opens the artifact's metadata (never tensor data,
- *     never the GPU) and asks every provider of the capability in registry
- *     order; the first yes wins. When nobody says yes it prints
+ *     never the GPU: the device facts queried once at start-up travel with
+ *     it, gufo_registry_open_artifact()) and asks every provider of the
+ *     capability in registry order; the first yes wins. When nobody says yes it prints
  *     "No <capability> provider found for model architecture 'X'" and every
  *     candidate with the reason it declined — the full list, not the detail
  *     string the runtime cuts to fit.

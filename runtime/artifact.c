@@ -20,6 +20,8 @@ struct gufo_artifact {
     gufo_gguf *gguf;
     const char *architecture;   /* borrowed from gguf, architecture_escaped, or "" */
     char *architecture_escaped; /* owned; only when the declared value had to be escaped */
+    bool has_device_facts;      /* the host attached what it queried at start-up */
+    gufo_device_facts device_facts;
 };
 
 /* general.architecture as probes and messages see it: the declared string
@@ -102,4 +104,41 @@ GUFO_EXT_API const gufo_gguf *gufo_artifact_gguf(const gufo_artifact *artifact)
 GUFO_EXT_API uint64_t gufo_artifact_size(const gufo_artifact *artifact)
 {
     return artifact ? gufo_gguf_file_size(artifact->gguf) : 0;
+}
+
+/* ---- Device facts: what the host queried, for probes ----------------------- */
+
+GUFO_EXT_API gufo_status gufo_artifact_set_device_facts(gufo_artifact *artifact, const gufo_device_facts *facts,
+                                                        gufo_error *err)
+{
+    if (!artifact || !facts)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "gufo_artifact_set_device_facts needs an artifact and facts");
+    if (facts->struct_size < sizeof *facts)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "gufo_device_facts.struct_size is %zu; set it to sizeof(gufo_device_facts) (%zu)",
+                              facts->struct_size, sizeof *facts);
+    artifact->device_facts = *facts;
+    artifact->device_facts.struct_size = sizeof artifact->device_facts;
+    artifact->has_device_facts = true;
+    return GUFO_OK;
+}
+
+GUFO_EXT_API gufo_status gufo_artifact_device_facts(const gufo_artifact *artifact, gufo_device_facts *out,
+                                                    gufo_error *err)
+{
+    if (!artifact || !out)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "gufo_artifact_device_facts needs an artifact and out");
+    if (out->struct_size < sizeof *out)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "gufo_device_facts.struct_size is %zu; set it to sizeof(gufo_device_facts) (%zu)",
+                              out->struct_size, sizeof *out);
+    if (!artifact->has_device_facts)
+        return gufo_error_set(err, GUFO_E_STATE,
+                              "the device was not queried: no device facts are attached to this artifact (a host "
+                              "attaches what it queried at start-up; one opened with gufo_artifact_open() alone, as "
+                              "in a unit test, has none)");
+    size_t struct_size = out->struct_size;
+    *out = artifact->device_facts;
+    out->struct_size = struct_size;
+    return GUFO_OK;
 }

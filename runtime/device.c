@@ -153,3 +153,51 @@ gufo_status gufo__device_copy(void *dst, gufo_memory_kind dst_kind, const void *
 }
 
 #endif
+
+/* ---- Device facts: one query, handed on ----------------------------------- */
+
+GUFO_EXT_API gufo_status gufo_device_facts_query(gufo_device_facts *out, gufo_error *err)
+{
+    if (!out) return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "gufo_device_facts_query: out is NULL");
+    /* Every field exists since the struct was added, so smaller is a caller that forgot struct_size. */
+    if (out->struct_size < sizeof *out)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "gufo_device_facts.struct_size is %zu; set it to sizeof(gufo_device_facts) (%zu)",
+                              out->struct_size, sizeof *out);
+    size_t struct_size = out->struct_size;
+    memset(out, 0, sizeof *out);
+    out->struct_size = struct_size;
+    out->info.struct_size = sizeof out->info;
+    gufo_error query = {GUFO_OK, ""};
+    out->status = gufo_device_query(&out->info, &query);
+    if (out->status != GUFO_OK) snprintf(out->detail, sizeof out->detail, "%s", query.message);
+    if (!out->info.backend) out->info.backend = gufo__device_backend();
+    gufo_error_clear(err);
+    return GUFO_OK;
+}
+
+GUFO_EXT_API bool gufo_device_facts_usable(const gufo_device_facts *facts, char *why, size_t why_cap)
+{
+    const char *reason = NULL;
+    char buf[GUFO_ERROR_MESSAGE_MAX + 64];
+    if (!facts || facts->struct_size < sizeof *facts) {
+        reason = "the device facts are missing";
+    } else if (facts->status != GUFO_OK) {
+        if (facts->detail[0]) {
+            reason = facts->detail;
+        } else {
+            snprintf(buf, sizeof buf, "the device query failed (%s)", gufo_status_str(facts->status));
+            reason = buf;
+        }
+    } else if (!facts->info.backend || strcmp(facts->info.backend, "none") == 0) {
+        reason = "this gufo_ext_runtime was built without a GPU backend";
+    } else if (facts->info.device_count <= 0) {
+        snprintf(buf, sizeof buf, "the %s backend found no device", facts->info.backend);
+        reason = buf;
+    }
+    if (reason && why && why_cap) {
+        snprintf(why, why_cap, "%s", reason);
+        gufo__utf8_trim_partial(why, strlen(why));
+    }
+    return reason == NULL;
+}

@@ -124,6 +124,10 @@ gufo_extension_test(qwen_probe_tests SOURCES tests/test_probe.c LINK qwen_cpu
 # no AMD GPU: compile only).
 gufo_extension_test(qwen_gpu_tests SOURCES tests/test_gpu.c LINK qwen_gpu qwen_cpu m
     ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
+# qwen-gpu's probe and usable() decide from the host's device facts and never
+# query the device (a stand-in gufo_device_query counts); needs no GPU.
+gufo_extension_test(qwen_gpu_probe_tests SOURCES tests/test_gpu_probe.c LINK qwen_gpu qwen_cpu m
+    ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen")
 # Each kernel timed on the Qwen3-8B shapes, fast kernels checked against exact ones (skips without a GPU).
 gufo_extension_test(qwen_gpu_kernel_bench SOURCES tests/gpu_kernel_bench.c LINK qwen_gpu qwen_cpu m ARGS --quick)
 find_program(QWEN_HIPCC hipcc)

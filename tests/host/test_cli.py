@@ -138,6 +138,33 @@ class DiagnoseTest(unittest.TestCase):
         self.assertGreaterEqual(sysinfo["cpu_count"], 1)
         self.assertIn(sysinfo["device"]["backend"], ("cuda", "hip", "none"))
 
+    def test_gpu_provider_says_built_and_usable_here(self):
+        # A GPU provider can be built on a machine whose GPU is unusable (nvcc but no GPU, as in CI):
+        # "available" must then be false, with the device's reason, in both sections' terms.
+        d = diagnose_json()
+        device = d["system"]["device"]
+        providers = {p["id"]: p for e in d["extensions"] for p in e["providers"]}
+        if "qwen-gpu" in providers and providers["qwen-gpu"]["available"]:
+            self.assertTrue(device["available"], f"qwen-gpu is available on an unusable device: {device['error']}")
+        for p in providers.values():
+            self.assertEqual(p["available"], p["built"] and p["usable_here"], p)
+            if p["built"] and not p["usable_here"]:
+                self.assertTrue(p["reason"], f"{p['id']} is built but not usable here, without a reason")
+        gpu = providers.get("qwen-gpu")
+        if gpu is None or not gpu["built"]:
+            self.skipTest("qwen-gpu is not built here (no GPU compiler)")
+        self.assertEqual(gpu["usable_here"], device["available"], (gpu, device))
+        self.assertTrue(providers["qwen-cpu"]["usable_here"])
+        text = gufo("diagnose", "--section", "extensions").stdout
+        if device["available"]:
+            self.assertRegex(text, r"\n +qwen-gpu +text_generation .* +yes +yes\n")
+        else:
+            # The device's own error when the query failed (a backend without a device has none).
+            why = device["error"] or ""
+            self.assertIn(why, gpu["reason"])
+            self.assertRegex(text, r"\n +qwen-gpu +text_generation .* +yes +no: no usable GPU: .*" +
+                             re.escape(why) + r"\n")
+
     def test_lists_exactly_the_extensions_the_build_selected(self):
         # The SDK's configure step writes what it selected; diagnose must show the same, in the same order.
         data_file = BINARY_DIR / "gufo_generated" / "extensions.json"

@@ -67,6 +67,8 @@ gufo_status gufo_ext_qwen_gpu_provider(gufo_extension *ext, gufo_provider *out, 
 
 static gufo_provider cpu, gpu;
 static gufo_error err;
+/* Queried once in main(), as a host does; probes read them from the artifact. */
+static gufo_device_facts device_facts = {.struct_size = sizeof device_facts};
 static const char *golden_dir, *scratch_dir;
 
 /* ---- quantized variants of a golden model ------------------------------------ */
@@ -104,6 +106,7 @@ static bool load_with(const gufo_provider *p, const char *path, uint64_t device_
     EXPECT_OK(gufo_artifact_open(path, &artifact, &err));
     if (!artifact || !out->memory)
         return false;
+    EXPECT_OK(gufo_artifact_set_device_facts(artifact, &device_facts, &err));
     gufo_probe_result probe = {0};
     EXPECT_OK(p->probe(p->userdata, artifact, &probe));
     if (!probe.accept)
@@ -479,6 +482,8 @@ int main(int argc, char **argv)
     gufo_artifact *artifact = NULL;
     if (gufo_artifact_open(tiny, &artifact, &err) != GUFO_OK)
         GUFO_CHECK_SKIP("tests/golden/qwen/tiny.gguf is absent");
+    EXPECT_OK(gufo_device_facts_query(&device_facts, &err));
+    EXPECT_OK(gufo_artifact_set_device_facts(artifact, &device_facts, &err));
     gufo_probe_result probe = {0};
     EXPECT_OK(gpu.probe(gpu.userdata, artifact, &probe));
     gufo_artifact_close(artifact);

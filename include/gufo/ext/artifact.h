@@ -6,8 +6,15 @@
  * never the GPU — and hands the same read-only view to every probe in turn.
  * Selection time therefore does not depend on the size of the weights.
  *
+ * What a probe knows about the GPU comes with the artifact too: the host
+ * queries the device once at start-up and attaches the facts
+ * (gufo_artifact_set_device_facts(); gufo_registry_open_artifact() does it),
+ * and a probe reads them with gufo_artifact_device_facts(), which never starts
+ * a driver. Since 0.1.12.
+ *
  * Ownership: the host owns the gufo_artifact; probes borrow it for the call.
- * Thread-safety: immutable after open; safe to read from many threads.
+ * Thread-safety: immutable once opened and given its device facts; safe to
+ * read from many threads.
  *
  * Since 0.1.1.
  */
@@ -16,6 +23,7 @@
 
 #include <gufo/ext/common.h>
 #include <gufo/ext/gguf.h>
+#include <gufo/ext/memory.h>
 #include <gufo/ext/status.h>
 
 GUFO_EXT_BEGIN_DECLS
@@ -65,6 +73,33 @@ GUFO_EXT_API const gufo_gguf *gufo_artifact_gguf(const gufo_artifact *artifact);
 
 /** Size of the artifact file in bytes. @since 0.1.1 */
 GUFO_EXT_API uint64_t gufo_artifact_size(const gufo_artifact *artifact);
+
+/**
+ * Host: attaches the device facts it queried at start-up (copied), so that
+ * probes can judge the GPU without querying it. Call it after opening and
+ * before handing the artifact to any probe; it is not safe while probes read
+ * the artifact. Attaching again replaces the facts. Errors:
+ * GUFO_E_INVALID_ARGUMENT for NULLs or a struct_size smaller than
+ * sizeof(gufo_device_facts).
+ * @since 0.1.12
+ */
+GUFO_EXT_API gufo_status gufo_artifact_set_device_facts(gufo_artifact *artifact, const gufo_device_facts *facts,
+                                                        gufo_error *err);
+
+/**
+ * Probes: the device facts the host attached, copied into `*out` (whose
+ * struct_size the caller has set). Reads the artifact only: it never queries
+ * the device or starts a driver, and it is the only way a probe learns about
+ * the GPU. GUFO_OK with the facts, which may well say "no usable device"
+ * (see gufo_device_facts_usable()); GUFO_E_STATE when the host attached none,
+ * as for an artifact opened with gufo_artifact_open() alone in an extension's
+ * unit test, with a detail that says the device was not queried; a probe that
+ * needs a device then declines with that reason. GUFO_E_INVALID_ARGUMENT for
+ * NULLs or a too-small struct_size. Thread-safe like every artifact reader.
+ * @since 0.1.12
+ */
+GUFO_EXT_API gufo_status gufo_artifact_device_facts(const gufo_artifact *artifact, gufo_device_facts *out,
+                                                    gufo_error *err);
 
 GUFO_EXT_END_DECLS
 

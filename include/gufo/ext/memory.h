@@ -145,6 +145,48 @@ typedef struct gufo_device_info {
  */
 GUFO_EXT_API gufo_status gufo_device_query(gufo_device_info *info, gufo_error *err);
 
+/**
+ * What the host learnt from gufo_device_query(), kept so that nobody else has
+ * to ask. The first device query of a process starts the GPU driver (seconds
+ * on some machines, and state a probe must not create), so the host queries
+ * once at start-up with gufo_device_facts_query() and hands the facts on:
+ * to the registry (gufo_registry_set_device_facts(), which asks providers'
+ * usable() slots) and to every artifact it opens for selection
+ * (gufo_registry_open_artifact(), gufo_artifact_set_device_facts()), where
+ * probes read them with gufo_artifact_device_facts(). Reading facts never
+ * starts a driver. Plain data; copy it freely.
+ * @since 0.1.12
+ */
+typedef struct gufo_device_facts {
+    size_t struct_size;                  /**< sizeof(gufo_device_facts) */
+    gufo_status status;                  /**< what gufo_device_query() returned (GUFO_OK or GUFO_E_DEVICE) */
+    char detail[GUFO_ERROR_MESSAGE_MAX]; /**< the query's error detail; "" when status is GUFO_OK */
+    gufo_device_info info;               /**< what the query filled; info.backend is always set */
+} gufo_device_facts;
+
+/**
+ * Host: runs gufo_device_query() and records its answer, failure included,
+ * in `*out`, whose struct_size the caller has set. A machine without a usable
+ * device is a fact, not an error: the call then still returns GUFO_OK, with
+ * out->status GUFO_E_DEVICE and the reason in out->detail. Errors:
+ * GUFO_E_INVALID_ARGUMENT for a NULL `out` or a struct_size smaller than
+ * sizeof(gufo_device_facts). Starts the GPU driver when a backend was built:
+ * call it once, at start-up, never from a probe.
+ * @since 0.1.12
+ */
+GUFO_EXT_API gufo_status gufo_device_facts_query(gufo_device_facts *out, gufo_error *err);
+
+/**
+ * Whether `facts` describe a device this runtime can allocate on: the query
+ * succeeded, the backend is not "none" and it found at least one device.
+ * When not, writes one sentence saying why into `why` (may be NULL): the
+ * query's detail ("the CUDA backend found no usable GPU: ..."), "this
+ * gufo_ext_runtime was built without a GPU backend", or "the device facts are
+ * missing" for a NULL or too-small `facts`. Reads only the struct; thread-safe.
+ * @since 0.1.12
+ */
+GUFO_EXT_API bool gufo_device_facts_usable(const gufo_device_facts *facts, char *why, size_t why_cap);
+
 GUFO_EXT_END_DECLS
 
 #endif /* GUFO_EXT_MEMORY_H */

@@ -137,7 +137,9 @@ typedef struct gufo_provider {
     void *userdata;                     /**< passed to probe and create (e.g. shared backbone state) */
 
     /**
-     * Decides from metadata alone. Must not read tensor data, touch the GPU,
+     * Decides from metadata alone. Must not read tensor data, touch the GPU
+     * (gufo_device_query() included: a GPU provider reads the host's facts
+     * with gufo_artifact_device_facts() and declines when there are none),
      * or allocate from a budget. Returns GUFO_OK with result->accept set;
      * an error status means the probe itself failed (reported as a decline
      * with that error). Thread-safe: probes may run concurrently.
@@ -164,6 +166,20 @@ typedef struct gufo_provider {
     const void *iface;
 
     const gufo_command_drivers *drivers; /**< (optional) */
+
+    /**
+     * (optional, since 0.1.12) Whether this provider can run on this machine
+     * at all, judged from the device facts the host queried at start-up,
+     * never by querying the device: sets result->accept, and a reason when
+     * not ("the CUDA backend found no usable GPU: ..."). NULL means usable
+     * wherever its library was built (CPU code). The registry asks it when
+     * the host calls gufo_registry_set_device_facts(); `gufo diagnose` shows
+     * the answer as "usable here" next to "built", and gufo_registry_select()
+     * declines a provider that said no with its reason, without probing.
+     * Same rules as probe: no GPU, no allocation. An error status counts as
+     * "not usable" with that error.
+     */
+    gufo_status (*usable)(void *userdata, const gufo_device_facts *device, gufo_probe_result *result);
 } gufo_provider;
 
 GUFO_EXT_END_DECLS

@@ -15,8 +15,9 @@
  * reason, so `gufo diagnose` can show it; a provider whose library target was
  * not built (no GPU compiler, wrong platform) is listed the same way.
  *
- * Thread-safety: populate and load from one thread at start-up; afterwards the
- * registry is read-only and every query may run concurrently.
+ * Thread-safety: populate, load and gufo_registry_set_device_facts() from one
+ * thread at start-up; afterwards the registry is read-only and every query
+ * may run concurrently.
  *
  * Since 0.1.1.
  */
@@ -192,8 +193,10 @@ typedef void (*gufo_selection_fn)(void *userdata, const gufo_provider_info *cand
 
 /**
  * Selects the provider for `artifact`: asks every available provider of
- * `capability` in registry order; the first yes wins. Unavailable providers
- * are reported to `fn` as declined with their reason. When nobody accepts:
+ * `capability` in registry order; the first yes wins. Unavailable providers,
+ * and (since 0.1.12) providers whose usable() said no to the registry's
+ * device facts, are reported to `fn` as declined with their reason, without
+ * being probed. When nobody accepts:
  * GUFO_E_DECLINED, detail "No text_generation provider found for model
  * architecture 'X' (PATH): " followed by each candidate and its reason (cut
  * to fit; use `fn` for the full list).
@@ -203,6 +206,57 @@ typedef void (*gufo_selection_fn)(void *userdata, const gufo_provider_info *cand
 GUFO_EXT_API gufo_status gufo_registry_select(const gufo_registry *registry, gufo_capability capability,
                                               const gufo_artifact *artifact, gufo_selection_fn fn, void *userdata,
                                               gufo_provider_info *out, gufo_error *err);
+
+/* ---- The machine: device facts and "usable here" -------------------------- */
+
+/**
+ * Host, at start-up: gives the registry the device facts it queried once with
+ * gufo_device_facts_query() (copied), and asks every available provider with
+ * a usable() slot whether it can run on them; providers loaded later are
+ * asked when they load. Calling it again replaces the facts and asks again.
+ * Call it from the thread that loads, before queries and selection run.
+ * Errors: GUFO_E_INVALID_ARGUMENT for NULLs or a struct_size smaller than
+ * sizeof(gufo_device_facts).
+ * @since 0.1.12
+ */
+GUFO_EXT_API gufo_status gufo_registry_set_device_facts(gufo_registry *registry, const gufo_device_facts *facts,
+                                                        gufo_error *err);
+
+/**
+ * The facts given with gufo_registry_set_device_facts(), copied into `*out`
+ * (whose struct_size the caller has set): what `gufo diagnose` shows about
+ * the device without querying it again. GUFO_E_STATE, with a detail saying
+ * the device was not queried, when the host gave none.
+ * @since 0.1.12
+ */
+GUFO_EXT_API gufo_status gufo_registry_device_facts(const gufo_registry *registry, gufo_device_facts *out,
+                                                    gufo_error *err);
+
+/**
+ * Opens `path` as gufo_artifact_open() does and attaches the registry's
+ * device facts when it has them (gufo_artifact_set_device_facts()): the call
+ * a host makes before gufo_registry_select(), so that probes learn about the
+ * GPU from the one start-up query. Errors as gufo_artifact_open().
+ * @since 0.1.12
+ */
+GUFO_EXT_API gufo_status gufo_registry_open_artifact(const gufo_registry *registry, const char *path,
+                                                     gufo_artifact **out, gufo_error *err);
+
+/**
+ * Whether the provider at `index` (registry order) can run on this machine.
+ * `*built` is gufo_provider_info.available: its library was built and it
+ * loaded. `*usable` is true when it is built and either has no usable() slot
+ * or its usable() said yes to the registry's device facts. `*reason`
+ * (borrowed from the registry until it is destroyed or given new facts) says
+ * why not: the unavailability reason when not built, the usable() reason
+ * otherwise, and "the device was not queried ..." for a provider with a
+ * usable() slot while the host has given no facts; "" when usable.
+ * Any out pointer may be NULL. GUFO_E_INVALID_ARGUMENT for an index out of
+ * range.
+ * @since 0.1.12
+ */
+GUFO_EXT_API gufo_status gufo_registry_provider_usable(const gufo_registry *registry, size_t index, bool *built,
+                                                       bool *usable, const char **reason);
 
 /** A declared option with its extension. @since 0.1.1 */
 typedef struct gufo_option_info {

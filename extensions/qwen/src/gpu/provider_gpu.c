@@ -3,9 +3,11 @@
  *
  * Listed before qwen-cpu, so the core picks it whenever it says yes: a qwen3
  * GGUF whose matrices the kernels decode, on a machine where the runtime's
- * device backend finds a GPU. Anywhere else it declines with the reason and
- * qwen-cpu serves the file. The text side (tokenizer, chat template, tool
- * calls) is the CPU provider's code, shared through the qwen_cpu library.
+ * device backend found a GPU when the host queried it at start-up (the probe
+ * and the usable() slot read those facts and never query the device).
+ * Anywhere else it declines with the reason and qwen-cpu serves the file.
+ * The text side (tokenizer, chat template, tool calls) is the CPU provider's
+ * code, shared through the qwen_cpu library.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,28 +24,35 @@ static const char *const qwen_gpu_keys[] = GUFO_MANIFEST_QWEN_PROVIDER_QWEN_GPU_
 
 /* ---- probe --------------------------------------------------------------- */
 
-/* Whether the runtime has a usable GPU, asked once per process: the answer
- * does not change while Gufo runs, and the first query starts the driver. */
-static bool device_present(char *why, size_t why_cap)
+/* Whether the device the host found can run these kernels, from the facts it
+ * queried at start-up. Nothing here queries the device: the first query of
+ * a process starts the driver, which a probe must never do. */
+static bool device_usable(const gufo_device_facts *facts, char *why, size_t why_cap)
 {
-    static int known = -1;
-    static char reason[GUFO_PROBE_REASON_MAX];
-    if (known < 0) {
-        gufo_device_info info = {.struct_size = sizeof info};
-        gufo_error err = {0};
-        gufo_status st = gufo_device_query(&info, &err);
-        if (st != GUFO_OK)
-            snprintf(reason, sizeof reason, "no usable GPU: %.200s", err.message);
-        else if (strcmp(info.backend, "none") == 0)
-            snprintf(reason, sizeof reason, "gufo_ext_runtime was built without a GPU backend");
-        else if (strcmp(info.backend, qwen_gpu_compiled_for()) != 0)
-            snprintf(reason, sizeof reason, "the runtime's GPU backend is %s, these kernels were built for %s",
-                     info.backend, qwen_gpu_compiled_for());
-        known = st == GUFO_OK && reason[0] == 0;
+    char reason[GUFO_PROBE_REASON_MAX];
+    if (!gufo_device_facts_usable(facts, reason, sizeof reason)) {
+        snprintf(why, why_cap, "no usable GPU: %.200s", reason);
+        return false;
     }
-    if (!known)
-        snprintf(why, why_cap, "%s", reason);
-    return known == 1;
+    if (strcmp(facts->info.backend, qwen_gpu_compiled_for()) != 0) {
+        snprintf(why, why_cap, "the runtime's GPU backend is %s, these kernels were built for %s",
+                 facts->info.backend, qwen_gpu_compiled_for());
+        return false;
+    }
+    return true;
+}
+
+/* The registry asks this once, with the host's start-up facts ("usable here"). */
+static gufo_status qwen_gpu_usable(void *userdata, const gufo_device_facts *device, gufo_probe_result *result)
+{
+    (void)userdata;
+    if (!result)
+        return GUFO_E_INVALID_ARGUMENT;
+    char why[GUFO_PROBE_REASON_MAX];
+    if (!device_usable(device, why, sizeof why))
+        return gufo_probe_decline(result, "%s", why);
+    result->accept = true;
+    return GUFO_OK;
 }
 
 static gufo_status qwen_gpu_probe(void *userdata, const gufo_artifact *artifact, gufo_probe_result *result)
@@ -60,7 +69,12 @@ static gufo_status qwen_gpu_probe(void *userdata, const gufo_artifact *artifact,
         return gufo_probe_decline(result, "%s", why);
     if (!qwen_gpu_supports(gguf, &hp, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
-    if (!device_present(why, sizeof why))
+    /* The GPU as the host found it at start-up, attached to the artifact. */
+    gufo_device_facts facts = {.struct_size = sizeof facts};
+    gufo_error err = {0};
+    if (gufo_artifact_device_facts(artifact, &facts, &err) != GUFO_OK)
+        return gufo_probe_decline(result, "%s", err.message);
+    if (!device_usable(&facts, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
     result->accept = true;
     return GUFO_OK;
@@ -327,5 +341,6 @@ gufo_status gufo_ext_qwen_gpu_provider(gufo_extension *ext, gufo_provider *out, 
     out->destroy = qwen_gpu_destroy;
     out->iface = &qwen_gpu_iface;
     out->drivers = NULL;
+    out->usable = qwen_gpu_usable;
     return GUFO_OK;
 }
