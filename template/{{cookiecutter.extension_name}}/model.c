@@ -36,6 +36,14 @@ bool {{ cookiecutter.extension_name }}_inspect(const gufo_gguf *gguf, {{ cookiec
     if (vocab != {{ cookiecutter.extension_name|upper }}_N_VOCAB)
         return {{ cookiecutter.extension_name }}_reject(why, why_cap, "%s is %u, but this byte-level model has %d tokens",
                                   {{ cookiecutter.extension_name|upper }}_KEY_VOCAB_SIZE, vocab, {{ cookiecutter.extension_name|upper }}_N_VOCAB);
+    /* The tokenizer is code: the file's special tokens must be the ones it produces. */
+    uint32_t bos = 0, eos = 0;
+    if (gufo_gguf_get_u32(gguf, {{ cookiecutter.extension_name|upper }}_KEY_BOS, &bos, &err) != GUFO_OK ||
+        gufo_gguf_get_u32(gguf, {{ cookiecutter.extension_name|upper }}_KEY_EOS, &eos, &err) != GUFO_OK)
+        return {{ cookiecutter.extension_name }}_reject(why, why_cap, "%s", err.message);
+    if (bos != {{ cookiecutter.extension_name|upper }}_BOS || eos != {{ cookiecutter.extension_name|upper }}_EOS)
+        return {{ cookiecutter.extension_name }}_reject(why, why_cap, "the file's BOS/EOS are %u/%u, but this tokenizer's are %d/%d", bos, eos,
+                                  {{ cookiecutter.extension_name|upper }}_BOS, {{ cookiecutter.extension_name|upper }}_EOS);
 
     uint32_t context = 0;
     if (gufo_gguf_get_u32(gguf, {{ cookiecutter.extension_name|upper }}_KEY_CONTEXT_LENGTH, &context, &err) != GUFO_OK)

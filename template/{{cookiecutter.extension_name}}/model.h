@@ -4,17 +4,25 @@
  * lives here: what a valid file looks like, loading the weights into budgeted
  * memory, and the forward pass ({{ cookiecutter.extension_name }}_model_logits).
  *
- * The file (written by train.c):
+ * The file (written by train.c), with V = {{ cookiecutter.extension_name|upper }}_N_VOCAB:
  *   general.architecture            = "{{ cookiecutter.architecture }}"
- *   {{ cookiecutter.architecture }}.vocab_size     = 258 (u32)
+ *   {{ cookiecutter.architecture }}.vocab_size     = V (u32)
  *   {{ cookiecutter.architecture }}.context_length = most tokens a session may hold (u32)
- *   tensor "output.weight", F32, dims [258, 258] (innermost first): row c is
+ *   {{ cookiecutter.architecture }}.smoothing      = the add-K smoothing it was trained with (f32)
+ *   tokenizer.ggml.bos_token_id, tokenizer.ggml.eos_token_id (u32)
+ *   tensor "output.weight", F32, dims [V, V] (innermost first): row c is
  *   log P(next token | current token c), so one row is the whole forward pass.
  *
- * The vocabulary is fixed by this code, not by the file: token = byte value
- * 0..255, BOS = 256, EOS = 257. A model whose state is "the last token" needs
- * no KV cache; sessions still keep their token history so truncate, snapshot
- * and restore behave exactly like a transformer's would (see session.c).
+ * The vocabulary is fixed by this code and recorded in the file, which must
+ * agree: token = byte value 0..255, then reserved ids (control tokens that
+ * never appear in text: room for your chat format's own), then BOS and EOS
+ * as the last two ids. {{ cookiecutter.extension_name|upper }}_N_VOCAB is the one number to change;
+ * the tests and tests/make_conformance_reference.py read the vocabulary size,
+ * BOS and EOS from the model (get_info() and the file), not from here.
+ *
+ * A model whose state is "the last token" needs no KV cache; sessions still
+ * keep their token history so truncate, snapshot and restore behave exactly
+ * like a transformer's would (see session.c).
  */
 #ifndef {{ cookiecutter.extension_name|upper }}_MODEL_H
 #define {{ cookiecutter.extension_name|upper }}_MODEL_H
@@ -25,11 +33,16 @@
 #define {{ cookiecutter.extension_name|upper }}_KEY_VOCAB_SIZE {{ cookiecutter.extension_name|upper }}_ARCHITECTURE ".vocab_size"
 #define {{ cookiecutter.extension_name|upper }}_KEY_CONTEXT_LENGTH {{ cookiecutter.extension_name|upper }}_ARCHITECTURE ".context_length"
 #define {{ cookiecutter.extension_name|upper }}_KEY_SMOOTHING {{ cookiecutter.extension_name|upper }}_ARCHITECTURE ".smoothing"
+#define {{ cookiecutter.extension_name|upper }}_KEY_BOS "tokenizer.ggml.bos_token_id"
+#define {{ cookiecutter.extension_name|upper }}_KEY_EOS "tokenizer.ggml.eos_token_id"
 #define {{ cookiecutter.extension_name|upper }}_TENSOR_OUTPUT "output.weight"
 
+/* Byte tokens 0..255, reserved control tokens, then BOS and EOS last. */
+#define {{ cookiecutter.extension_name|upper }}_N_BYTES 256
 #define {{ cookiecutter.extension_name|upper }}_N_VOCAB 258
-#define {{ cookiecutter.extension_name|upper }}_BOS 256
-#define {{ cookiecutter.extension_name|upper }}_EOS 257
+#define {{ cookiecutter.extension_name|upper }}_BOS ({{ cookiecutter.extension_name|upper }}_N_VOCAB - 2)
+#define {{ cookiecutter.extension_name|upper }}_EOS ({{ cookiecutter.extension_name|upper }}_N_VOCAB - 1)
+_Static_assert({{ cookiecutter.extension_name|upper }}_N_VOCAB >= {{ cookiecutter.extension_name|upper }}_N_BYTES + 2, "the vocabulary holds every byte, BOS and EOS");
 /* Special-token text recognised by tokenize(PARSE_SPECIAL) and shown by
  * detokenize(show_special). */
 #define {{ cookiecutter.extension_name|upper }}_BOS_TEXT "<|bos|>"

@@ -58,24 +58,25 @@ gufo_status {{ cookiecutter.extension_name }}_detokenize(gufo_detok_state *state
 {
     if (!state || !out) return GUFO_E_INVALID_ARGUMENT;
     /* The runtime holds back incomplete UTF-8 characters for us. */
-    if (token >= 0 && token < 256) {
+    if (token >= 0 && token < {{ cookiecutter.extension_name|upper }}_N_BYTES) {
         const uint8_t byte = (uint8_t)token;
         return gufo_detok_append(state, &byte, 1, out);
     }
     if (token == GUFO_DETOK_FLUSH) return gufo_detok_flush(state, out);
-    if (token != {{ cookiecutter.extension_name|upper }}_BOS && token != {{ cookiecutter.extension_name|upper }}_EOS) return GUFO_E_INVALID_ARGUMENT;
+    if (token < 0 || token >= {{ cookiecutter.extension_name|upper }}_N_VOCAB) return GUFO_E_INVALID_ARGUMENT;
     /* A control token ends whatever character was in progress. */
     gufo_status status = gufo_detok_flush(state, out);
     if (status != GUFO_OK || !show_special) return status;
+    if (token != {{ cookiecutter.extension_name|upper }}_BOS && token != {{ cookiecutter.extension_name|upper }}_EOS) return GUFO_OK; /* reserved: no text to show */
     const char *text = token == {{ cookiecutter.extension_name|upper }}_BOS ? {{ cookiecutter.extension_name|upper }}_BOS_TEXT : {{ cookiecutter.extension_name|upper }}_EOS_TEXT;
     return gufo_text_buffer_append(out, text, strlen(text));
 }
 
 uint32_t {{ cookiecutter.extension_name }}_token_attr(gufo_token token)
 {
-    if (token == {{ cookiecutter.extension_name|upper }}_BOS)
-        return GUFO_TOKEN_CONTROL;
     if (token == {{ cookiecutter.extension_name|upper }}_EOS)
         return GUFO_TOKEN_CONTROL | GUFO_TOKEN_END_OF_GENERATION;
+    if (token >= {{ cookiecutter.extension_name|upper }}_N_BYTES && token < {{ cookiecutter.extension_name|upper }}_N_VOCAB)
+        return GUFO_TOKEN_CONTROL; /* BOS and the reserved ids */
     return 0; /* bytes are GUFO_TOKEN_NORMAL; ids out of range are 0 by contract */
 }

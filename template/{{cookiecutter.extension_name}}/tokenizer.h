@@ -1,7 +1,9 @@
 /* tokenizer.h — the {{ cookiecutter.extension_name }} byte-level tokenizer.
  *
- * Token = byte value (0..255), BOS = 256, EOS = 257. Every byte string has
- * exactly one tokenization, so tokenize() cannot fail on odd input, and
+ * Token = byte value (0..255); BOS and EOS are the last two ids of the
+ * vocabulary, and the ids between the bytes and BOS are reserved control
+ * tokens that no text produces and that show as nothing (model.h). Every byte
+ * string has exactly one tokenization, so tokenize() cannot fail on odd input, and
  * detokenize() is where UTF-8 matters: a character may arrive split over
  * several byte tokens, so incomplete characters are held back in the caller's
  * gufo_detok_state until they are complete, and bytes that can no longer

@@ -5,9 +5,11 @@
  * The corpus is one document: BOS, its bytes, EOS. For every pair of
  * neighbouring tokens (c, n) it counts count[c][n]; the model is
  *
- *   output.weight[c][n] = log((count[c][n] + K) / (sum_m count[c][m] + K * 258))
+ *   output.weight[c][n] = log((count[c][n] + K) / (sum_m count[c][m] + K * V))
  *
- * (add-K smoothing, so no continuation is impossible). The build runs this on
+ * over the V = {{ cookiecutter.extension_name|upper }}_N_VOCAB tokens of model.h (add-K smoothing, so no
+ * continuation is impossible; reserved ids never occur in text, so they keep
+ * only the smoothing's small share). The build runs this on
  * data/corpus.txt; replace that file to train on your own text.
  */
 #include <errno.h>
@@ -136,6 +138,10 @@ int main(int argc, char **argv)
         status = gufo_gguf_writer_set_u32(w, {{ cookiecutter.extension_name|upper }}_KEY_CONTEXT_LENGTH, (uint32_t)context);
     if (status == GUFO_OK)
         status = gufo_gguf_writer_set_f32(w, {{ cookiecutter.extension_name|upper }}_KEY_SMOOTHING, (float)smoothing);
+    if (status == GUFO_OK)
+        status = gufo_gguf_writer_set_u32(w, {{ cookiecutter.extension_name|upper }}_KEY_BOS, {{ cookiecutter.extension_name|upper }}_BOS);
+    if (status == GUFO_OK)
+        status = gufo_gguf_writer_set_u32(w, {{ cookiecutter.extension_name|upper }}_KEY_EOS, {{ cookiecutter.extension_name|upper }}_EOS);
     if (status == GUFO_OK)
         status = gufo_gguf_writer_add_tensor(w, {{ cookiecutter.extension_name|upper }}_TENSOR_OUTPUT, GUFO_TENSOR_F32, 2, dims, log_probs);
     gufo_error err = {0};

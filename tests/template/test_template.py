@@ -7,12 +7,18 @@
       what a model author would: `gufo diagnose` lists the extension and its
       provider as available, `gufo prompt` continues "Th" the way the corpus
       says it should, and `ctest -L extension:tiny_bigram` and
-      `ctest -L conformance:tiny_bigram` (the conformance kit) run and pass.
+      `ctest -L conformance:tiny_bigram` (the conformance kit) run and pass;
+      the committed conformance reference is what its generator computes.
 
-  test_template.py rename --source-dir SRC --work-dir DIR [--cmake-arg ...]
-      Renders with extension_name=my_quant and checks that every name was
-      renamed (manifest, targets, entry points, macros, file names), that
-      Gufo configures with it, and that its targets build and its tests pass.
+  test_template.py author --source-dir SRC --work-dir DIR [--cmake-arg ...]
+      What an author does first: renders with extension_name=my_quant and
+      checks that every name was renamed (manifest, targets, entry points,
+      macros, file names); then changes the model's facts (a vocabulary of 300
+      tokens instead of 258, so BOS, EOS and the tensor shapes move too),
+      builds it into Gufo, regenerates the conformance reference from the new
+      model file, and requires its unit tests and every conformance suite to
+      pass: the tests and the reference generator read the model's facts from
+      the model, not from constants of the template.
 
 Exit status: 0 passed, 1 failed, 77 skipped (cookiecutter missing).
 """
@@ -174,6 +180,14 @@ def test_default(args):
         check("gufo-tiny-bigrax" in bad.stdout and "not 'gufo-tiny-bigram'" in bad.stdout,
               "the refusal names the file's architecture and the provider's reason")
 
+    if model is not None:
+        # The shipped reference data is what its generator computes from the corpus and this model.
+        proc = run([sys.executable, ext / "tests" / "make_conformance_reference.py", model, "--check"],
+                   check_rc=False)
+        print(proc.stdout)
+        check(proc.returncode == 0, "data/conformance-reference.json is what tests/make_conformance_reference.py "
+                                    "computes for the trained model")
+
     junit = work / "ctest.xml"
     proc = run(["ctest", "--test-dir", build, "-L", "extension:tiny_bigram", "--output-on-failure",
                 "--output-junit", junit], check_rc=False, timeout=1800)
@@ -197,8 +211,11 @@ def test_default(args):
     check(len(reports) >= 8, f"each conformance suite wrote its JSON report ({len(reports)} found)")
 
 
-def test_rename(args):
-    work = Path(args.work_dir) / "rename"
+VOCAB = 300  # the changed vocabulary of the author's model: 256 bytes, 42 reserved ids, BOS, EOS
+
+
+def test_author(args):
+    work = Path(args.work_dir) / "author"
     rendered = work / "rendered"
     render(args.source_dir, rendered, ["extension_name=my_quant"])
     ext = rendered / "my_quant"
@@ -226,6 +243,20 @@ def test_rename(args):
     check("GUFO_MANIFEST_MY_QUANT_PROVIDER_MY_QUANT_ID" in provider_c, "provider.c uses the renamed manifest macros")
     check("gufo_manifest_my_quant.h" in provider_c, "provider.c includes the renamed constants header")
 
+    # The author changes the model: a bigger vocabulary. The model's code is
+    # where that happens (model.h); the unit tests and the reference generator
+    # must follow without being edited.
+    model_h = ext / "model.h"
+    text = model_h.read_text()
+    if not check("#define MY_QUANT_N_VOCAB 258\n" in text, "model.h sets the vocabulary in one place"):
+        return
+    model_h.write_text(text.replace("#define MY_QUANT_N_VOCAB 258\n", f"#define MY_QUANT_N_VOCAB {VOCAB}\n"))
+    for rel in ("tests/test_my_quant.c", "tests/make_conformance_reference.py"):
+        source = (ext / rel).read_text()
+        constants = sorted(set(re.findall(r"MY_QUANT_(?:N_VOCAB|BOS|EOS)\b|\b258\b|\b257\b|\"model\.h\"", source)))
+        check(not constants, f"{rel} takes the vocabulary from the model, not from the template's constants "
+                             f"(found {constants})")
+
     build = work / "build"
     configure(args.source_dir, build, ext, "my_quant", args.cmake_arg, through_environment=True)
     check(True, "Gufo configures with my_quant, given as GUFO_EXTENSION_DIRS in the environment")
@@ -236,19 +267,41 @@ def test_rename(args):
                       "GUFO_MANIFEST_MY_QUANT_PROVIDER_MY_QUANT_KEYS"]:
             check(macro in text, f"the generated header defines {macro}")
     # Compiling the renamed sources proves the code and the generated macros agree.
-    run(["cmake", "--build", build, "-j", jobs(), "--target", "my_quant_text", "my_quant_train", "my_quant_tests"],
-        timeout=3600)
-    check(True, "my_quant_text, my_quant_train and my_quant_tests build")
+    run(["cmake", "--build", build, "-j", jobs(), "--target", "my_quant_text", "my_quant_train", "my_quant_tests",
+         "gufo_conformance"], timeout=3600)
+    check(True, "my_quant_text, my_quant_train, my_quant_tests and the conformance driver build")
+    model = find_file(build, "my_quant.gguf")
+    if not check(model is not None, "the build trained my_quant.gguf"):
+        return
+
+    generator = ext / "tests" / "make_conformance_reference.py"
+    stale = run([sys.executable, generator, model, "--check"], check_rc=False)
+    check(stale.returncode != 0 and "stale" in stale.stdout,
+          "the shipped conformance reference is stale for the changed model, and the generator says so")
+    run([sys.executable, generator, model])
+    reference = json.loads((ext / "data" / "conformance-reference.json").read_text())
+    rows = [len(r) for seq in reference["logits"] for r in seq["logits"]]
+    check(rows and set(rows) == {VOCAB}, f"the regenerated golden logits have {VOCAB} entries a row ({set(rows)})")
+    add_special = [t for t in reference["tokenizer"] if t.get("add_special")]
+    check(add_special and add_special[0]["tokens"][0] == VOCAB - 2,
+          f"the regenerated tokenizer vectors start with the new BOS {VOCAB - 2}")
+
     proc = run(["ctest", "--test-dir", build, "-L", "extension:my_quant", "--output-on-failure"], check_rc=False,
                timeout=1800)
     print(proc.stdout[-4000:])
     check(proc.returncode == 0 and "tests passed, 0 tests failed out of 0" not in proc.stdout,
-          "ctest -L extension:my_quant runs the renamed tests and they pass")
+          "ctest -L extension:my_quant runs the renamed tests on the changed model and they pass")
+    proc = run(["ctest", "--test-dir", build, "-L", "conformance:my_quant", "--output-on-failure"], check_rc=False,
+               timeout=1800)
+    print(proc.stdout[-4000:])
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", proc.stdout)
+    check(proc.returncode == 0 and m is not None and int(m.group(3)) >= 8 and "Skipped" not in proc.stdout,
+          f"every conformance suite passes on the changed model with the regenerated reference")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["default", "rename"])
+    ap.add_argument("mode", choices=["default", "author"])
     ap.add_argument("--source-dir", required=True, type=Path)
     ap.add_argument("--work-dir", required=True, type=Path)
     ap.add_argument("--cmake-arg", action="append", default=[],
@@ -256,7 +309,7 @@ def main():
     args = ap.parse_args()
     args.source_dir = args.source_dir.resolve()
     args.work_dir = args.work_dir.resolve()
-    {"default": test_default, "rename": test_rename}[args.mode](args)
+    {"default": test_default, "author": test_author}[args.mode](args)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

@@ -6,6 +6,11 @@
  * text-generation table), the way the core does. The expected continuation is
  * computed here from the corpus itself, not from the model file, so a wrong
  * training tool, loader or step shows up as a mismatch.
+ *
+ * The model's facts (vocabulary size, BOS and EOS, architecture, tensor
+ * shapes) are read from the model itself, through get_info() and the file's
+ * metadata, never from the extension's headers: change the vocabulary or the
+ * layout in model.h and train.c and these tests keep compiling and checking.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,9 +22,6 @@
 
 #include <gufo_manifest_{{ cookiecutter.extension_name }}.h>
 
-/* The extension's own headers only for the vocabulary constants. */
-#include "model.h"
-
 /* Assertions from <gufo/ext/testing.h>; these two read the file-wide `err`. */
 #define EXPECT_OK(call) GUFO_CHECK_STATUS(call, GUFO_OK, &err)
 #define EXPECT_STATUS(call, want) GUFO_CHECK_STATUS(call, want, &err)
@@ -28,9 +30,42 @@ static gufo_provider provider;
 static const gufo_text_generation_iface *tg;
 static gufo_error err;
 
-enum { V = {{ cookiecutter.extension_name|upper }}_N_VOCAB };
+/* What the model says about itself: get_info() and general.architecture. */
+static struct {
+    int32_t n_vocab;
+    gufo_token bos, eos;
+    char architecture[128];
+} facts;
 
 /* ---- helpers --------------------------------------------------------- */
+
+/* "<architecture>.<suffix>": the model's own metadata keys. */
+static const char *arch_key(const char *suffix)
+{
+    static char key[192];
+    snprintf(key, sizeof key, "%s.%s", facts.architecture, suffix);
+    return key;
+}
+
+static void read_architecture(const char *model_path)
+{
+    gufo_gguf *gguf = NULL;
+    const char *arch = NULL;
+    EXPECT_OK(gufo_gguf_open(model_path, GUFO_GGUF_OPEN_METADATA, &gguf, &err));
+    if (gguf)
+        EXPECT_OK(gufo_gguf_get_string(gguf, "general.architecture", &arch, &err));
+    snprintf(facts.architecture, sizeof facts.architecture, "%s", arch ? arch : "");
+    gufo_gguf_close(gguf);
+}
+
+static void read_facts(gufo_model *model)
+{
+    gufo_text_model_info info = {.struct_size = sizeof info};
+    EXPECT_OK(tg->get_info(model, &info));
+    facts.n_vocab = info.n_vocab;
+    facts.bos = info.bos_token;
+    facts.eos = info.eos_token;
+}
 
 static gufo_model *load(const char *path, gufo_memory *memory, uint32_t context_length)
 {
@@ -83,24 +118,46 @@ static void generate_solo(gufo_model *model, gufo_text_session *session, const g
     }
 }
 
-/* Writes a GGUF with our layout but chosen architecture and weights. */
-static void write_model(const char *path, const char *architecture, float fill)
+/* Writes a copy of the trained model at `src_path` with all its key/values
+ * and tensor shapes, but `architecture` as general.architecture and every F32
+ * weight set to `fill` (other types: zero bytes). The copy has the model's
+ * layout whatever the model looks like. */
+static void write_variant(const char *src_path, const char *path, const char *architecture, float fill)
 {
-    static float weights[V * V];
-    for (size_t i = 0; i < (size_t)V * V; i++)
-        weights[i] = fill;
-    const uint64_t dims[2] = {V, V};
+    gufo_gguf *src = NULL;
     gufo_gguf_writer *w = NULL;
+    EXPECT_OK(gufo_gguf_open(src_path, GUFO_GGUF_OPEN_METADATA, &src, &err));
     EXPECT_OK(gufo_gguf_writer_create(&w));
+    if (!src || !w) {
+        gufo_gguf_writer_destroy(w);
+        gufo_gguf_close(src);
+        return;
+    }
     EXPECT_OK(gufo_gguf_writer_set_string(w, "general.architecture", architecture));
-    char key[128];
-    snprintf(key, sizeof key, "%s.vocab_size", architecture);
-    EXPECT_OK(gufo_gguf_writer_set_u32(w, key, V));
-    snprintf(key, sizeof key, "%s.context_length", architecture);
-    EXPECT_OK(gufo_gguf_writer_set_u32(w, key, 64));
-    EXPECT_OK(gufo_gguf_writer_add_tensor(w, "output.weight", GUFO_TENSOR_F32, 2, dims, weights));
+    for (uint64_t i = 0; i < gufo_gguf_kv_count(src); i++) {
+        const char *key = NULL;
+        gufo_gguf_value value;
+        EXPECT_OK(gufo_gguf_kv_at(src, i, &key, &value));
+        /* The writer lays the file out itself, so the alignment is its own. */
+        if (strcmp(key, "general.architecture") != 0 && strcmp(key, "general.alignment") != 0)
+            EXPECT_OK(gufo_gguf_writer_copy_value(w, key, src, &value));
+    }
+    for (uint64_t i = 0; i < gufo_gguf_tensor_count(src); i++) {
+        gufo_tensor_info info;
+        EXPECT_OK(gufo_gguf_tensor_at(src, i, &info));
+        unsigned char *data = calloc(1, (size_t)info.size);
+        GUFO_CHECK(data != NULL);
+        if (!data)
+            break;
+        if (info.type == GUFO_TENSOR_F32)
+            for (uint64_t k = 0; k < info.n_elements; k++)
+                memcpy(data + k * sizeof fill, &fill, sizeof fill);
+        EXPECT_OK(gufo_gguf_writer_add_tensor(w, info.name, info.type, info.n_dims, info.dims, data));
+        free(data);
+    }
     EXPECT_OK(gufo_gguf_writer_write(w, path, &err));
     gufo_gguf_writer_destroy(w);
+    gufo_gguf_close(src);
 }
 
 /* ---- tests ------------------------------------------------------------ */
@@ -116,37 +173,48 @@ static void test_probe(const char *model_path, const char *scratch)
 
     char other[1024];
     snprintf(other, sizeof other, "%s/other-architecture.gguf", scratch);
-    write_model(other, "llama", -5.0f);
+    write_variant(model_path, other, "llama", -5.0f);
     memset(&result, 0, sizeof result);
     EXPECT_OK(gufo_artifact_open(other, &artifact, &err));
     EXPECT_OK(provider.probe(provider.userdata, artifact, &result));
     GUFO_CHECK(!result.accept);
     /* The reason names both what the file is and what we wanted. */
     GUFO_CHECK(strstr(result.reason, "llama") != NULL);
-    GUFO_CHECK(strstr(result.reason, {{ cookiecutter.extension_name|upper }}_ARCHITECTURE) != NULL);
+    GUFO_CHECK(facts.architecture[0] && strstr(result.reason, facts.architecture) != NULL);
     gufo_artifact_close(artifact);
 }
 
 static void test_info(gufo_model *model, const char *model_path)
 {
-    uint32_t file_context = 0;
+    /* get_info() reports what the file says: vocabulary, special tokens, context. */
+    uint32_t file_context = 0, file_vocab = 0, file_bos = 0, file_eos = 0;
+    gufo_tensor_info output;
     gufo_gguf *gguf = NULL;
     EXPECT_OK(gufo_gguf_open(model_path, GUFO_GGUF_OPEN_METADATA, &gguf, &err));
-    EXPECT_OK(gufo_gguf_get_u32(gguf, {{ cookiecutter.extension_name|upper }}_KEY_CONTEXT_LENGTH, &file_context, &err));
+    EXPECT_OK(gufo_gguf_get_u32(gguf, arch_key("context_length"), &file_context, &err));
+    EXPECT_OK(gufo_gguf_get_u32(gguf, arch_key("vocab_size"), &file_vocab, &err));
+    EXPECT_OK(gufo_gguf_get_u32(gguf, "tokenizer.ggml.bos_token_id", &file_bos, &err));
+    EXPECT_OK(gufo_gguf_get_u32(gguf, "tokenizer.ggml.eos_token_id", &file_eos, &err));
+    EXPECT_OK(gufo_gguf_find_tensor(gguf, "output.weight", &output));
     gufo_gguf_close(gguf);
 
     gufo_text_model_info info = {.struct_size = sizeof info};
     EXPECT_OK(tg->get_info(model, &info));
-    GUFO_CHECK(info.n_vocab == V);
+    GUFO_CHECK(info.n_vocab > 256 && (uint32_t)info.n_vocab == file_vocab);
+    GUFO_CHECK(output.n_dims == 2 && output.dims[0] == file_vocab && output.dims[1] == file_vocab);
     GUFO_CHECK(file_context > 0 && info.context_length == file_context);
     GUFO_CHECK(info.cache_caps == (GUFO_CACHE_TRUNCATE | GUFO_CACHE_SNAPSHOT));
     GUFO_CHECK(info.snapshot_granularity == 1);
     GUFO_CHECK(info.max_batch >= 3);
-    GUFO_CHECK(info.bos_token == {{ cookiecutter.extension_name|upper }}_BOS && info.eos_token == {{ cookiecutter.extension_name|upper }}_EOS);
-    GUFO_CHECK(tg->token_attr(model, {{ cookiecutter.extension_name|upper }}_EOS) & GUFO_TOKEN_END_OF_GENERATION);
-    GUFO_CHECK(tg->token_attr(model, {{ cookiecutter.extension_name|upper }}_BOS) == GUFO_TOKEN_CONTROL);
+    GUFO_CHECK(info.bos_token >= 0 && (uint32_t)info.bos_token == file_bos);
+    GUFO_CHECK(info.eos_token >= 0 && (uint32_t)info.eos_token == file_eos && info.eos_token != info.bos_token);
+    GUFO_CHECK(tg->token_attr(model, info.eos_token) & GUFO_TOKEN_END_OF_GENERATION);
+    GUFO_CHECK(tg->token_attr(model, info.bos_token) == GUFO_TOKEN_CONTROL);
     GUFO_CHECK(tg->token_attr(model, 'a') == GUFO_TOKEN_NORMAL);
-    GUFO_CHECK(tg->token_attr(model, V) == 0);
+    GUFO_CHECK(tg->token_attr(model, info.n_vocab) == 0);
+    /* Every id that is not a byte is a control token: text never produces it. */
+    for (gufo_token id = 256; id < info.n_vocab; id++)
+        GUFO_CHECK(tg->token_attr(model, id) & GUFO_TOKEN_CONTROL);
 }
 
 /* The most likely continuation of "Th", counted from the corpus here. */
@@ -156,13 +224,26 @@ static void test_greedy_continuation(gufo_model *model, const char *corpus_path,
     GUFO_CHECK(f != NULL);
     if (!f)
         return;
-    static unsigned counts[V][V];
-    int prev = {{ cookiecutter.extension_name|upper }}_BOS, ch;
+    const int V = facts.n_vocab;
+    /* Bytes, BOS and EOS must be ids of the vocabulary for the counting below. */
+    bool facts_ok = V > 256 && facts.bos >= 0 && facts.bos < V && facts.eos >= 0 && facts.eos < V;
+    GUFO_CHECK(facts_ok);
+    unsigned *counts = facts_ok ? calloc((size_t)V * (size_t)V, sizeof *counts) : NULL; /* counts[c * V + n] */
+    float *logits = facts_ok ? malloc((size_t)V * sizeof *logits) : NULL;
+    GUFO_CHECK(counts && logits);
+    if (!counts || !logits) {
+        free(counts);
+        free(logits);
+        fclose(f);
+        return;
+    }
+#define COUNT(c, n) counts[(size_t)(c) * (size_t)V + (size_t)(n)]
+    int prev = facts.bos, ch;
     while ((ch = fgetc(f)) != EOF) {
-        counts[prev][ch]++;
+        COUNT(prev, ch)++;
         prev = ch;
     }
-    counts[prev][{{ cookiecutter.extension_name|upper }}_EOS]++;
+    COUNT(prev, facts.eos)++;
     fclose(f);
 
     enum { N = 24 };
@@ -171,7 +252,7 @@ static void test_greedy_continuation(gufo_model *model, const char *corpus_path,
     for (int i = 0; i < N; i++) {
         int best = 0;
         for (int n = 1; n < V; n++)
-            if (counts[current][n] > counts[current][best])
+            if (COUNT(current, n) > COUNT(current, best))
                 best = n;
         expected[i] = best;
         current = best;
@@ -182,18 +263,17 @@ static void test_greedy_continuation(gufo_model *model, const char *corpus_path,
     float smoothing = 0.0f;
     gufo_gguf *gguf = NULL;
     EXPECT_OK(gufo_gguf_open(model_path, GUFO_GGUF_OPEN_METADATA, &gguf, &err));
-    EXPECT_OK(gufo_gguf_get_f32(gguf, {{ cookiecutter.extension_name|upper }}_KEY_SMOOTHING, &smoothing, &err));
+    EXPECT_OK(gufo_gguf_get_f32(gguf, arch_key("smoothing"), &smoothing, &err));
     gufo_gguf_close(gguf);
     GUFO_CHECK(smoothing > 0.0f);
     gufo_text_session *probe = new_session(model, 0);
-    static float logits[V];
     int worst_row = -1;
     for (gufo_token c = 0; c < V; c++) {
         int best = 0;
         double total = 0.0;
         for (int n = 0; n < V; n++) {
-            total += counts[c][n];
-            if (counts[c][n] > counts[c][best])
+            total += COUNT(c, n);
+            if (COUNT(c, n) > COUNT(c, best))
                 best = n;
         }
         gufo_token next = -1;
@@ -202,7 +282,7 @@ static void test_greedy_continuation(gufo_model *model, const char *corpus_path,
         EXPECT_OK(tg->prefill(model, probe, &c, 1, &output, NULL, &err));
         bool row_ok = next == best;
         for (int n = 0; n < V; n++) {
-            double want = log(((double)counts[c][n] + smoothing) / (total + (double)smoothing * V));
+            double want = log(((double)COUNT(c, n) + smoothing) / (total + (double)smoothing * V));
             if (fabs(logits[n] - want) > 1e-4)
                 row_ok = false;
         }
@@ -216,7 +296,7 @@ static void test_greedy_continuation(gufo_model *model, const char *corpus_path,
 
     gufo_token prompt[8], got[N];
     size_t n_prompt = tokenize(model, "Th", GUFO_TOKENIZE_ADD_SPECIAL, prompt, 8);
-    GUFO_CHECK(n_prompt == 3 && prompt[0] == {{ cookiecutter.extension_name|upper }}_BOS && prompt[1] == 'T' && prompt[2] == 'h');
+    GUFO_CHECK(n_prompt == 3 && prompt[0] == facts.bos && prompt[1] == 'T' && prompt[2] == 'h');
     gufo_text_session *session = new_session(model, 0);
     generate_solo(model, session, prompt, n_prompt, got, N);
     GUFO_CHECK(memcmp(got, expected, sizeof got) == 0);
@@ -242,6 +322,20 @@ static void test_greedy_continuation(gufo_model *model, const char *corpus_path,
     GUFO_CHECK(next == expected[1]);
     gufo_sampler_destroy(sampler);
     tg->session_destroy(model, session);
+#undef COUNT
+    free(counts);
+    free(logits);
+}
+
+/* The text a control token shows with show_special (its special-token text). */
+static void special_text(gufo_model *model, gufo_token token, char *out, size_t cap)
+{
+    gufo_text_buffer *buf = NULL;
+    gufo_detok_state state = {0};
+    EXPECT_OK(gufo_text_buffer_create(0, &buf));
+    EXPECT_OK(tg->detokenize(model, &state, token, true, buf));
+    snprintf(out, cap, "%s", buf ? gufo_text_buffer_data(buf, NULL) : "");
+    gufo_text_buffer_destroy(buf);
 }
 
 /* Decodes every token of `text` one by one; checks the text comes back and
@@ -277,14 +371,23 @@ static void test_round_trip(gufo_model *model)
         EXPECT_OK(tg->detokenize(model, &state, tokens[i], false, buf));
     GUFO_CHECK(strcmp(gufo_text_buffer_data(buf, NULL), "\xEF\xBF\xBD" "A" "\xEF\xBF\xBD") == 0);
     GUFO_CHECK(state.n_pending == 1); /* the trailing lead byte may still complete */
-    EXPECT_OK(tg->detokenize(model, &state, {{ cookiecutter.extension_name|upper }}_EOS, true, buf));
-    GUFO_CHECK(strcmp(gufo_text_buffer_data(buf, NULL), "\xEF\xBF\xBD" "A" "\xEF\xBF\xBD" "\xEF\xBF\xBD<|eos|>") == 0);
+    char bos_text[64], eos_text[64], expected[128];
+    special_text(model, facts.bos, bos_text, sizeof bos_text);
+    special_text(model, facts.eos, eos_text, sizeof eos_text);
+    GUFO_CHECK(bos_text[0] && eos_text[0] && strcmp(bos_text, eos_text) != 0);
+    /* A control token flushes the held-back byte first, then shows its text. */
+    EXPECT_OK(tg->detokenize(model, &state, facts.eos, true, buf));
+    snprintf(expected, sizeof expected, "\xEF\xBF\xBD" "A" "\xEF\xBF\xBD" "\xEF\xBF\xBD" "%s", eos_text);
+    GUFO_CHECK(strcmp(gufo_text_buffer_data(buf, NULL), expected) == 0);
 
     /* Special tokens: text only when asked to parse it. */
-    gufo_token special[16];
-    n = tokenize(model, "<|bos|>x<|eos|>", GUFO_TOKENIZE_PARSE_SPECIAL, special, 16);
-    GUFO_CHECK(n == 3 && special[0] == {{ cookiecutter.extension_name|upper }}_BOS && special[1] == 'x' && special[2] == {{ cookiecutter.extension_name|upper }}_EOS);
-    GUFO_CHECK(tokenize(model, "<|bos|>x", 0, special, 16) == 8);
+    gufo_token special[64];
+    char marked[160];
+    snprintf(marked, sizeof marked, "%sx%s", bos_text, eos_text);
+    n = tokenize(model, marked, GUFO_TOKENIZE_PARSE_SPECIAL, special, 64);
+    GUFO_CHECK(n == 3 && special[0] == facts.bos && special[1] == 'x' && special[2] == facts.eos);
+    snprintf(marked, sizeof marked, "%sx", bos_text);
+    GUFO_CHECK(tokenize(model, marked, 0, special, 64) == strlen(marked));
 
     /* Too small an output: LIMIT, and the size needed. */
     size_t needed = 0;
@@ -300,14 +403,22 @@ static void test_batch_equals_solo(gufo_model *model)
     const char *prompts[3] = {"The light", "Pebble ", "storm"};
     enum { STEPS = 12 };
     gufo_token solo[3][STEPS];
-    static float solo_logits_first[3][V];
+    const size_t V = (size_t)facts.n_vocab;
+    float *solo_logits_first = malloc(3 * V * sizeof *solo_logits_first);
+    float *logits = malloc(3 * V * sizeof *logits);
+    GUFO_CHECK(solo_logits_first && logits);
+    if (!solo_logits_first || !logits) {
+        free(solo_logits_first);
+        free(logits);
+        return;
+    }
     for (int s = 0; s < 3; s++) {
         gufo_token prompt[32];
         size_t n = tokenize(model, prompts[s], GUFO_TOKENIZE_ADD_SPECIAL, prompt, 32);
         gufo_text_session *session = new_session(model, 0);
         generate_solo(model, session, prompt, n, solo[s], STEPS);
         /* The logits after the prompt, for comparison below. */
-        gufo_step_output out = {.out_logits = solo_logits_first[s], .logits_kind = GUFO_MEMORY_HOST};
+        gufo_step_output out = {.out_logits = solo_logits_first + s * V, .logits_kind = GUFO_MEMORY_HOST};
         EXPECT_OK(tg->truncate(model, session, (uint32_t)n - 1, &err));
         EXPECT_OK(tg->prefill(model, session, &prompt[n - 1], 1, &out, NULL, &err));
         tg->session_destroy(model, session);
@@ -315,14 +426,13 @@ static void test_batch_equals_solo(gufo_model *model)
 
     gufo_text_session *sessions[3];
     gufo_token next[3];
-    static float logits[3][V];
     for (int s = 0; s < 3; s++) {
         gufo_token prompt[32];
         size_t n = tokenize(model, prompts[s], GUFO_TOKENIZE_ADD_SPECIAL, prompt, 32);
         sessions[s] = new_session(model, 0);
-        gufo_step_output out = {.out_token = &next[s], .out_logits = logits[s], .logits_kind = GUFO_MEMORY_HOST};
+        gufo_step_output out = {.out_token = &next[s], .out_logits = logits + s * V, .logits_kind = GUFO_MEMORY_HOST};
         EXPECT_OK(tg->prefill(model, sessions[s], prompt, n, &out, NULL, &err));
-        GUFO_CHECK(memcmp(logits[s], solo_logits_first[s], sizeof logits[s]) == 0);
+        GUFO_CHECK(memcmp(logits + s * V, solo_logits_first + s * V, V * sizeof *logits) == 0);
     }
     gufo_token batched[3][STEPS];
     for (int step = 0; step < STEPS; step++) {
@@ -341,6 +451,8 @@ static void test_batch_equals_solo(gufo_model *model)
     /* Solo runs from different prompts must differ somewhere, or the
      * comparison above proves nothing. */
     GUFO_CHECK(memcmp(solo[0], solo[1], sizeof solo[0]) != 0 || memcmp(solo[1], solo[2], sizeof solo[1]) != 0);
+    free(solo_logits_first);
+    free(logits);
 }
 
 /* Continuing after truncate equals a fresh run over the same history; so
@@ -560,14 +672,14 @@ static void test_cache_identity(gufo_model *model, const char *model_path, const
     gufo_model *same = load(model_path, pool, 0);
     char other_path[1024];
     snprintf(other_path, sizeof other_path, "%s/uniform.gguf", scratch);
-    write_model(other_path, {{ cookiecutter.extension_name|upper }}_ARCHITECTURE, (float)-log((double)V));
+    write_variant(model_path, other_path, facts.architecture, (float)-log((double)facts.n_vocab));
     gufo_model *other = load(other_path, pool, 0);
     GUFO_CHECK(same && other);
     if (same && other) {
         EXPECT_OK(tg->cache_identity(model, a));
         EXPECT_OK(tg->cache_identity(same, b));
         EXPECT_OK(tg->cache_identity(other, c));
-        GUFO_CHECK(strstr(gufo_text_buffer_data(a, NULL), {{ cookiecutter.extension_name|upper }}_ARCHITECTURE) != NULL);
+        GUFO_CHECK(strstr(gufo_text_buffer_data(a, NULL), facts.architecture) != NULL);
         GUFO_CHECK(strcmp(gufo_text_buffer_data(a, NULL), gufo_text_buffer_data(b, NULL)) == 0);
         GUFO_CHECK(strcmp(gufo_text_buffer_data(a, NULL), gufo_text_buffer_data(c, NULL)) != 0);
     }
@@ -595,6 +707,7 @@ int main(int argc, char **argv)
     GUFO_CHECK(strcmp(provider.id, GUFO_MANIFEST_{{ cookiecutter.extension_name|upper }}_PROVIDER_{{ cookiecutter.provider_id|upper|replace('-', '_') }}_ID) == 0);
     tg = provider.iface;
 
+    read_architecture(argv[2]);
     test_probe(argv[2], argv[3]);
 
     gufo_memory_limits limits = {.struct_size = sizeof limits};
@@ -605,6 +718,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "cannot load %s: %s\n", argv[2], err.message);
         return 1;
     }
+    read_facts(model);
     test_info(model, argv[2]);
     test_greedy_continuation(model, argv[1], argv[2]);
     test_round_trip(model);
