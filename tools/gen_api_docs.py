@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generates docs/api.md from the public headers, and checks it is current.
+"""Generates docs/api.md from the public headers, keeps the version numbers of
+the other pages of docs/ on the ledger, and checks both are current.
 
 Reads every header under include/gufo/ext/ (experimental/ included; the
 configure-time template version.h.in stands in for the generated version.h),
@@ -8,11 +9,24 @@ enums, callbacks, opaque types), macros -- with the /** ... */ comment right
 before it and its "@since 0.MINOR.REVISION" tag, and writes one Markdown
 section per header.
 
-    tools/gen_api_docs.py            rewrite docs/api.md
-    tools/gen_api_docs.py --check    exit 1 when docs/api.md is stale, or when
-                                     a GUFO_EXT_API function has no doc comment,
-                                     no @since tag, or an @since newer than the
-                                     current API version
+    tools/gen_api_docs.py            rewrite docs/api.md and the version spans
+                                     of docs/*.md
+    tools/gen_api_docs.py --check    exit 1 when docs/api.md or a version span
+                                     is stale, when a GUFO_EXT_API function has
+                                     no doc comment, no @since tag, or an @since
+                                     newer than the current API version, or when
+                                     a page names an API version the ledger has
+                                     not reached
+    tools/gen_api_docs.py --requirement-of DIR
+                                     print the lowest revision ("">= 0.1.N"") an
+                                     extension directory needs: the newest of the
+                                     header names its C sources use, the SDK
+                                     CMake helpers it calls and the manifest
+                                     fields it sets, with the names that need it
+
+The version spans (see "Ledger values" below) are HTML comments around a
+number, so the pages stay plain Markdown on GitHub:
+<!--gufo:api-version-->0.1.7<!--/gufo--> renders as 0.1.7.
 
 The current API version is computed the way the SDK computes it: MINOR is the
 newest changes/0.MINOR directory, REVISION the number of records
@@ -769,6 +783,201 @@ def render(headers):
     return "\n".join(out) + "\n"
 
 
+# ---- Ledger values in the hand-written docs --------------------------------
+#
+# The hand-written pages under docs/ name versions that the ledger decides: the
+# current API version, the revision a helper appeared in, the revision the
+# template needs. Each such number sits in a span that stays plain Markdown on
+# GitHub (an HTML comment renders as nothing):
+#
+#     <!--gufo:api-version-->0.1.7<!--/gufo-->                  the current version
+#     <!--gufo:api-revision-->7<!--/gufo-->                     records in the newest minor
+#     <!--gufo:since gufo_extension_standalone-->0.1.2<!--/gufo-->   when a name appeared
+#     <!--gufo:requirement template/{{cookiecutter.extension_name}}-->`>= 0.1.7`<!--/gufo-->
+#                                                     the lowest revision a directory's code needs
+#
+# A code block cannot hold a comment (GitHub shows it; a span there is plain
+# text, left alone), so a fence whose info string has the word
+# `gufo:api-version` (```text gufo:api-version) gets the current version after
+# every "API " in it. This tool rewrites the spans with the rest of docs/;
+# --check fails on a stale one, on any API version in those
+# pages that is newer than the ledger, and on a version written by hand after
+# "API" in prose ("the API is 0.1.1"), which only a span keeps true.
+
+SPAN_RE = re.compile(r"<!--gufo:(.*?)-->(.*?)<!--/gufo-->", re.S)
+FENCE_RE = re.compile(r"^\s*(```+|~~~+)(.*)$")
+FENCE_VERSION_RE = re.compile(r"(?<=\bAPI )0\.\d+\.\d+\b")
+ANY_VERSION_RE = re.compile(r"(?<![\w.])0\.(\d+)\.(\d+)(?![\w.])")
+# "API 0.1.4", "API version 0.1.4", "the API is 0.1.4" written in prose: a claim the ledger decides.
+HAND_WRITTEN_RE = re.compile(r"\bAPI(?: version)?(?: is)? 0\.\d+\.\d+\b")
+C_SUFFIXES = {".c", ".h", ".cu", ".cuh", ".cc", ".cpp", ".hpp"}
+CMAKE_COMMAND_RE = re.compile(r"^\s*(?:function|macro)\s*\(\s*([A-Za-z_]\w*)", re.M | re.I)
+JSON_KEY_RE = re.compile(r'"([A-Za-z_][A-Za-z0-9_-]*)"\s*:')
+
+
+def strip_c(text):
+    """C source without comments and string or character literals (names there are not uses)."""
+    return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', " ", text, flags=re.S)
+
+
+class Ledger:
+    """What the ledger (changes/) and the headers say about revisions."""
+
+    def __init__(self, root, headers, version):
+        self.root = root
+        self.minor, self.revision, self.directory = version
+        self.c_since = {}
+        for h in headers:
+            for item in h.items:
+                v = parse_version(item.doc.since) if item.doc else None
+                if v:
+                    self.c_since[item.name] = (v, f"@since in {h.path.relative_to(root)}")
+        self.records = sorted(f for f in self.directory.iterdir() if f.is_file() and RECORD_RE.match(f.name))
+        self.cmake_helpers = set()
+        for f in sorted((root / "sdk/cmake").glob("*.cmake*")) if (root / "sdk/cmake").is_dir() else []:
+            self.cmake_helpers.update(n for n in CMAKE_COMMAND_RE.findall(f.read_text(encoding="utf-8"))
+                                      if not n.startswith("_"))
+
+    def current(self):
+        return f"0.{self.minor}.{self.revision}"
+
+    def first_record(self, needle):
+        """(version, where) of the first record of the newest minor whose text has `needle`, or None."""
+        for n, record in enumerate(self.records, start=1):
+            if needle in record.read_text(encoding="utf-8"):
+                return (self.minor, n), str(record.relative_to(self.root))
+        return None
+
+    def since(self, name):
+        """(version, where) a public name appeared in: a header item's @since, or for a CMake
+        helper of sdk/cmake/ the first change record naming `name()` (the minor's first
+        revision when none does). None for a name the API does not have."""
+        if name in self.c_since:
+            return self.c_since[name]
+        if name in self.cmake_helpers:
+            return self.first_record(f"{name}()") or ((self.minor, 1), "sdk/cmake/ (no record names it)")
+        return None
+
+    def manifest_field_since(self, key):
+        """A manifest field appeared with the first record that quotes it ("key"), else with
+        the minor's first revision (the initial schema)."""
+        return self.first_record(f'"{key}"') or ((self.minor, 1), "the initial schema")
+
+    def requirement(self, directory):
+        """(">= 0.M.R", [(name, where)...]) the lowest revision that has every API name the
+        extension directory uses: functions, types and macros of the public headers in its
+        C/CUDA sources, SDK CMake helpers in its CMake files, fields in its extension.json."""
+        uses = {}
+        for path in sorted(directory.rglob("*")):
+            if not path.is_file():
+                continue
+            rel = str(path.relative_to(directory))
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            found = []
+            if path.suffix in C_SUFFIXES:
+                found = [(n, self.since(n)) for n in set(IDENT_RE.findall(strip_c(text))) if n in self.c_since]
+            elif path.suffix == ".cmake" or path.name == "CMakeLists.txt":
+                code = re.sub(r"#[^\n]*", " ", text)
+                calls = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", code)) & self.cmake_helpers
+                found = [(n, self.since(n)) for n in calls]
+            elif path.name == "extension.json":
+                found = [(f'"{k}"', self.manifest_field_since(k)) for k in set(JSON_KEY_RE.findall(text))]
+            for name, (v, where) in found:
+                uses.setdefault(v, []).append((name, f"{rel}; {where}"))
+        need = max(uses) if uses else (self.minor, 1)
+        return f">= 0.{need[0]}.{need[1]}", sorted(uses.get(need, []))
+
+    def value(self, spec):
+        """The text of span `spec`; Problem when the spec is unknown."""
+        words = spec.split()
+        if words == ["api-version"]:
+            return self.current()
+        if words == ["api-revision"]:
+            return str(self.revision)
+        if len(words) == 2 and words[0] == "since":
+            found = self.since(words[1])
+            if not found:
+                raise Problem(f"'since {words[1]}': no public header item or SDK CMake helper has that name")
+            return f"0.{found[0][0]}.{found[0][1]}"
+        if len(words) == 2 and words[0] == "requirement":
+            directory = self.root / words[1]
+            if not directory.is_dir():
+                raise Problem(f"'requirement {words[1]}': no such directory")
+            return self.requirement(directory)[0]
+        raise Problem(f"unknown span '<!--gufo:{spec}-->' (known: api-version, api-revision, since NAME, "
+                      "requirement DIR)")
+
+
+def refresh_spans(text, ledger):
+    """(text with every span and marked fence refreshed, [problems])."""
+    problems = []
+    out = []
+    fence = None  # (marker, refresh versions?) while inside a fenced block
+    lines = text.split("\n")
+    prose = []
+
+    def flush_prose():
+        chunk = "\n".join(prose)
+        prose.clear()
+        for m in HAND_WRITTEN_RE.finditer(SPAN_RE.sub(lambda m: " " * len(m.group(0)), chunk)):
+            problems.append(f"'{m.group(0)}' names an API version by hand; put the number in a span "
+                            "(<!--gufo:api-version--> for the current one, <!--gufo:since NAME--> for the "
+                            "revision NAME appeared in) so that the ledger keeps it true")
+
+        def fill(m):
+            try:
+                value = ledger.value(m.group(1).strip())
+            except Problem as e:
+                problems.append(str(e))
+                return m.group(0)
+            old = m.group(2)
+            if old.startswith("`") and old.endswith("`") and len(old) >= 2:
+                value = f"`{value}`"
+            return f"<!--gufo:{m.group(1)}-->{value}<!--/gufo-->"
+        return SPAN_RE.sub(fill, chunk)
+
+    for line in lines:
+        m = FENCE_RE.match(line)
+        if fence is None and m:
+            if prose:
+                out.append(flush_prose())
+            fence = (m.group(1)[0] * 3, "gufo:api-version" in m.group(2).split())
+            out.append(line)
+            continue
+        if fence is not None:
+            if m and line.strip().startswith(fence[0]) and not m.group(2).strip():
+                fence = None
+            elif fence[1]:
+                line = FENCE_VERSION_RE.sub(ledger.current(), line)
+            out.append(line)
+            continue
+        prose.append(line)
+    if prose:
+        out.append(flush_prose())
+    return "\n".join(out), problems
+
+
+def future_versions(text, ledger):
+    """API versions (0.MINOR.REVISION of the current minor) newer than the ledger's."""
+    found = []
+    for m in ANY_VERSION_RE.finditer(text):
+        v = (int(m.group(1)), int(m.group(2)))
+        if v[0] == ledger.minor and v[1] > ledger.revision:
+            line = text.count("\n", 0, m.start()) + 1
+            found.append(f"line {line}: {m.group(0)} is newer than the API version {ledger.current()} the "
+                         "ledger gives")
+    return found
+
+
+def hand_written_docs(root, output):
+    """The Markdown pages under docs/ other than the generated ones."""
+    generated = {output.resolve(), (root / "docs/manifest.md").resolve()}
+    return [p for p in sorted((root / "docs").glob("*.md")) if p.resolve() not in generated]
+
+
 # ---- Main ----------------------------------------------------------------
 
 
@@ -779,6 +988,9 @@ def main(argv=None):
                    help="repository root (default: the one holding this script)")
     p.add_argument("--output", help="file to write or check (default: <root>/docs/api.md)")
     p.add_argument("--check", action="store_true", help="do not write; exit 1 if the file is stale or a rule fails")
+    p.add_argument("--requirement-of", metavar="DIR",
+                   help="only print the lowest API revision the extension in DIR needs (\">= 0.MINOR.REVISION\") "
+                        "and the names that need it")
     a = p.parse_args(argv)
     root = Path(a.root).resolve()
     output = Path(a.output) if a.output else root / OUTPUT
@@ -788,6 +1000,17 @@ def main(argv=None):
     except Problem as e:
         print(f"gen_api_docs: {e}", file=sys.stderr)
         return 1
+    ledger = Ledger(root, headers, version)
+    if a.requirement_of:
+        directory = Path(a.requirement_of)
+        if not directory.is_dir():
+            print(f"gen_api_docs: {directory} is not a directory", file=sys.stderr)
+            return 2
+        requirement, names = ledger.requirement(directory)
+        print(requirement)
+        for name, where in names:
+            print(f"  {name} ({where})")
+        return 0
     errors, warnings = validate(headers, root, version)
     for w in warnings:
         print(f"gen_api_docs: warning: {w}", file=sys.stderr)
@@ -810,6 +1033,24 @@ def main(argv=None):
         if not output.exists() or output.read_text(encoding="utf-8") != text:
             output.write_text(text, encoding="utf-8")
             print(f"gen_api_docs: wrote {output}")
+    for page in hand_written_docs(root, output):
+        rel = page.relative_to(root)
+        current = page.read_text(encoding="utf-8")
+        refreshed, problems = refresh_spans(current, ledger)
+        errors.extend(f"{rel}: {problem}" for problem in problems + future_versions(refreshed, ledger))
+        if refreshed == current:
+            continue
+        if a.check:
+            diff = list(difflib.unified_diff(current.splitlines(), refreshed.splitlines(),
+                                             fromfile=f"{rel} (committed)", tofile=f"{rel} (from changes/)",
+                                             lineterm="", n=0))
+            print(f"gen_api_docs: {rel} names versions the ledger has moved past; run: python3 "
+                  "tools/gen_api_docs.py", file=sys.stderr)
+            print("\n".join(diff[:20]), file=sys.stderr)
+            status = 1
+        else:
+            page.write_text(refreshed, encoding="utf-8")
+            print(f"gen_api_docs: refreshed the ledger's numbers in {rel}")
     limit = 40
     for e in errors[:limit]:
         print(f"gen_api_docs: error: {e}", file=sys.stderr)
@@ -822,7 +1063,7 @@ def main(argv=None):
     if status == 0 and a.check:
         n = sum(1 for h in headers for i in h.items)
         print(f"gen_api_docs: {output.name} is current ({len(headers)} headers, {n} items, "
-              f"API 0.{version[0]}.{version[1]})")
+              f"API 0.{version[0]}.{version[1]}), and so are the numbers in the other pages of docs/")
     return status
 
 

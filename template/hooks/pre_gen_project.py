@@ -11,6 +11,10 @@ ARCH = {{ cookiecutter.architecture|tojson }}
 VERSION = {{ cookiecutter.version|tojson }}
 DESCRIPTION = {{ cookiecutter.description|tojson }}
 API = {{ cookiecutter.api_version|tojson }}
+# The lowest revision the template's own code needs (the newest API name it
+# uses), which `tools/gen_api_docs.py --requirement-of` derives and the
+# template tests keep equal to it.
+NEEDS = {{ cookiecutter._api_needs|tojson }}
 
 problems = []
 # The patterns are those of schema/extension.schema.json, a little stricter
@@ -30,7 +34,16 @@ if not 1 <= len(DESCRIPTION) <= 200 or "\n" in DESCRIPTION:
 if not re.fullmatch(r"\d+\.\d+\.\d+", VERSION):
     problems.append(f"version '{VERSION}' must look like 1.2.3")
 if not re.fullmatch(r">= 0\.\d+\.\d+", API):
-    problems.append(f"api_version '{API}' must look like '>= 0.1.1'")
+    problems.append(f"api_version '{API}' must look like '{NEEDS}'")
+else:
+    asked = tuple(int(x) for x in API[3:].split("."))
+    needed = tuple(int(x) for x in NEEDS[3:].split("."))
+    if asked[1] != needed[1]:
+        problems.append(f"api_version '{API}' is of API generation 0.{asked[1]}; this template is written for "
+                        f"0.{needed[1]} ('{NEEDS}')")
+    elif asked < needed:
+        problems.append(f"api_version '{API}' is older than what the template's code uses: it needs '{NEEDS}' "
+                        "(a Gufo that old could not build it; raise it, never lower it)")
 
 if problems:
     for p in problems:

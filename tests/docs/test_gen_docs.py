@@ -208,6 +208,102 @@ class GenApiDocsTest(unittest.TestCase):
         self.assertNotIn("no compatibility promise", stable)
 
 
+PAGE = """\
+# A page
+
+The API is <!--gufo:api-version-->0.1.0<!--/gufo-->, with <!--gufo:api-revision-->0<!--/gufo--> record(s).
+Widgets came with `gufo_widget_create()` (API <!--gufo:since gufo_widget_create-->0.0.0<!--/gufo-->).
+The example needs <!--gufo:requirement example-->`>= 0.0.0`<!--/gufo-->.
+
+```text gufo:api-version
+Gufo 0.1.0, extension API 0.0.0
+```
+
+```text
+a quoted record: it makes the API 0.1.1
+```
+"""
+
+NEWER_WIDGET = """\
+/** Added later. @since 0.1.2 */
+GUFO_EXT_API void gufo_widget_newer(void);
+
+GUFO_EXT_END_DECLS"""
+
+
+class LedgerSpansTest(unittest.TestCase):
+    """Version numbers in hand-written pages follow changes/ and the headers."""
+
+    def setUp(self):
+        self.tree = Tree()
+        self.tree.write("include/gufo/ext/widget.h", HEADER.replace("GUFO_EXT_END_DECLS", NEWER_WIDGET))
+        (self.tree.root / "docs").mkdir()
+        (self.tree.root / "example").mkdir()
+        self.tree.write("example/ext.c", "#include <gufo/ext/widget.h>\n"
+                                          "/* gufo_widget_newer() is only mentioned here */\n"
+                                          "void f(void) { gufo_widget *w; gufo_widget_create(8, &w, 0); }\n")
+        self.tree.write("example/extension.json", '{"name": "example", "api_version": ">= 0.1.1"}\n')
+        self.tree.write("docs/page.md", PAGE)
+        self.tree.add_record(2)
+
+    def tearDown(self):
+        self.tree.close()
+
+    def page(self):
+        return (self.tree.root / "docs/page.md").read_text()
+
+    def test_spans_are_filled_and_then_current(self):
+        rc, out = self.tree.run("--check")
+        self.assertEqual(rc, 1)
+        self.assertIn("docs/page.md names versions the ledger has moved past", out)
+        rc, out = self.tree.run()
+        self.assertEqual(rc, 0, out)
+        page = self.page()
+        self.assertIn("The API is <!--gufo:api-version-->0.1.2<!--/gufo-->, with <!--gufo:api-revision-->2<!--/gufo-->",
+                      page)
+        self.assertIn("(API <!--gufo:since gufo_widget_create-->0.1.1<!--/gufo-->)", page)
+        # ext.c calls a 0.1.1 function; a name in a comment is not a use.
+        self.assertIn("<!--gufo:requirement example-->`>= 0.1.1`<!--/gufo-->", page)
+        self.assertIn("Gufo 0.1.0, extension API 0.1.2", page)  # marked fence: after "API " only
+        self.assertIn("it makes the API 0.1.1", page)           # an unmarked fence is quoted text
+        rc, out = self.tree.run("--check")
+        self.assertEqual(rc, 0, out)
+
+    def test_a_new_record_makes_the_page_stale(self):
+        self.tree.run()
+        self.tree.add_record(3)
+        rc, out = self.tree.run("--check")
+        self.assertEqual(rc, 1)
+        self.assertIn("-The API is <!--gufo:api-version-->0.1.2<!--/gufo-->", out)
+        self.assertIn("+The API is <!--gufo:api-version-->0.1.3<!--/gufo-->", out)
+        self.assertIn("run: python3 tools/gen_api_docs.py", out)
+
+    def test_requirement_follows_what_the_code_uses(self):
+        self.tree.write("example/ext.c", "#include <gufo/ext/widget.h>\nvoid f(void) { gufo_widget_newer(); }\n")
+        rc, out = self.tree.run("--requirement-of", str(self.tree.root / "example"))
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out.splitlines()[0], ">= 0.1.2")
+        self.assertIn("gufo_widget_newer (ext.c; @since in include/gufo/ext/widget.h)", out)
+        # A manifest field counts from the first record that quotes it.
+        self.tree.add_record(3)
+        self.tree.write("changes/0.1/0003-change-3.md", '# 0003: manifests may declare `"gizmos"`\n')
+        self.tree.write("example/extension.json", '{"name": "example", "gizmos": []}\n')
+        rc, out = self.tree.run("--requirement-of", str(self.tree.root / "example"))
+        self.assertEqual(out.splitlines()[0], ">= 0.1.3", out)
+        self.assertIn('"gizmos" (extension.json; changes/0.1/0003-change-3.md)', out)
+
+    def test_hand_written_and_unknown_versions_fail(self):
+        self.tree.run()
+        self.tree.write("docs/page.md", self.page() + "\nSince the API is 0.1.1 we ...\n"
+                                                     "Needs API 0.1.9 (no such revision yet).\n"
+                                                     "<!--gufo:since gufo_no_such_thing-->0.1.1<!--/gufo-->\n")
+        rc, out = self.tree.run("--check")
+        self.assertEqual(rc, 1)
+        self.assertIn("'API is 0.1.1' names an API version by hand", out)
+        self.assertIn("0.1.9 is newer than the API version 0.1.2", out)
+        self.assertIn("'since gufo_no_such_thing': no public header item or SDK CMake helper has that name", out)
+
+
 class RealTreeTest(unittest.TestCase):
     def test_version_agrees_with_the_sdk(self):
         sdk = REPO / "sdk/tools/gufo_sdk.py"

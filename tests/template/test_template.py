@@ -20,6 +20,12 @@
       pass: the tests and the reference generator read the model's facts from
       the model, not from constants of the template.
 
+  test_template.py api_requirement --source-dir SRC --work-dir DIR
+      No build: the rendered manifest's api_version is exactly the lowest
+      revision the template's code needs (tools/gen_api_docs.py
+      --requirement-of: the newest header name, SDK CMake helper and manifest
+      field it uses), and rendering with a lower one stops with a sentence.
+
 Exit status: 0 passed, 1 failed, 77 skipped (cookiecutter missing).
 """
 import argparse
@@ -299,9 +305,36 @@ def test_author(args):
           f"every conformance suite passes on the changed model with the regenerated reference")
 
 
+def test_api_requirement(args):
+    """The rendered manifest declares what the code needs, derived from the names it uses."""
+    work = Path(args.work_dir) / "api_requirement"
+    rendered = work / "rendered"
+    render(args.source_dir, rendered, [])
+    ext = rendered / "tiny_bigram"
+    declared = json.loads((ext / "extension.json").read_text())["api_version"]
+    tool = args.source_dir / "tools" / "gen_api_docs.py"
+    proc = run([sys.executable, tool, "--root", args.source_dir, "--requirement-of", ext])
+    print(proc.stdout)
+    needed = proc.stdout.split("\n", 1)[0].strip()
+    check(re.fullmatch(r">= 0\.\d+\.\d+", needed) is not None, f"the requirement is derived: {needed!r}")
+    check(declared == needed, f"the rendered manifest declares api_version {declared!r}, what its code needs: "
+                              f"{needed!r} (set \"_api_needs\" in template/cookiecutter.json)")
+    # One revision lower cannot build this code: the template refuses it up front.
+    minor, revision = (int(x) for x in needed[len(">= 0."):].split("."))
+    if revision > 1:
+        lower = f">= 0.{minor}.{revision - 1}"
+        out = work / "lower"
+        if out.exists():
+            shutil.rmtree(out)
+        proc = run([shutil.which("cookiecutter"), "--no-input", args.source_dir / "template", "-o", out,
+                    f"api_version={lower}"], check_rc=False)
+        check(proc.returncode != 0 and needed in proc.stdout and not (out / "tiny_bigram").exists(),
+              f"rendering with api_version={lower!r} stops, naming {needed!r}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["default", "author"])
+    ap.add_argument("mode", choices=["default", "author", "api_requirement"])
     ap.add_argument("--source-dir", required=True, type=Path)
     ap.add_argument("--work-dir", required=True, type=Path)
     ap.add_argument("--cmake-arg", action="append", default=[],
@@ -309,7 +342,7 @@ def main():
     args = ap.parse_args()
     args.source_dir = args.source_dir.resolve()
     args.work_dir = args.work_dir.resolve()
-    {"default": test_default, "author": test_author}[args.mode](args)
+    {"default": test_default, "author": test_author, "api_requirement": test_api_requirement}[args.mode](args)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
