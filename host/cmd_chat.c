@@ -8,6 +8,13 @@
  * "/reset" forgets the conversation (the system message stays); "/exit" or
  * end of input ends the chat.
  *
+ * Ctrl-C during a reply stops that reply between steps (what was generated
+ * stays in the conversation; a reply stopped before its first token is taken
+ * back with its message) and the prompt comes back; Ctrl-C at the prompt ends
+ * the chat at once, with exit status 130. Each turn has a cancel token of its
+ * own, so a Ctrl-C belongs to the turn it was typed in. A second Ctrl-C while
+ * a step ignores the first ends the process.
+ *
  * The session lives across turns. Before each turn the host compares the
  * tokens of the newly rendered prompt with the tokens the session already
  * holds, keeps the common prefix and prefills only the rest: by truncate when
@@ -22,6 +29,7 @@
  * prefixed "[thinking] ") and tool calls (printed as "[tool call] NAME ARGS").
  * A provider that registered a `chat` command driver runs instead.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +41,8 @@
 
 #include "bench_common.h"
 #include "command.h"
+#include "interrupt.h"
+#include "line_input.h"
 #include "report.h"
 #include "sampling_args.h"
 
@@ -82,8 +92,8 @@ static const cli_command_spec chat_cli = {
     .description =
         "Reads user messages from stdin, one per line, and streams each reply to stdout. The conversation "
         "is rendered with the model's chat template every turn, and only the tokens that differ from what "
-        "the session already holds are computed again. /reset starts over, /exit or end of input quits; "
-        "Ctrl-C stops the chat between steps.",
+        "the session already holds are computed again. /reset starts over, /exit or end of input quits. "
+        "Ctrl-C during a reply stops the reply; Ctrl-C at the prompt ends the chat.",
     .options = chat_options,
     .n_options = sizeof chat_options / sizeof chat_options[0],
     .manifest_command = GUFO_COMMAND_CHAT,
@@ -127,6 +137,7 @@ typedef struct chat_state {
     gufo_sampler *sampler;
     gufo_text_buffer *piece;
     gufo_detok_state detok;
+    gufo_cancel *turn_cancel;    /* the turn in progress: fired by Ctrl-C */
 
     /* This turn's output. */
     gufo_text_buffer *content, *reasoning;
@@ -342,14 +353,14 @@ static int prefill_range(chat_state *c, const gufo_token *tokens, size_t from, s
 {
     size_t chunk = c->l->info.max_prefill_chunk ? c->l->info.max_prefill_chunk : to - from;
     for (size_t off = from; off < to; off += chunk) {
-        if (gufo_cancel_requested(c->l->cancel))
+        if (gufo_cancel_requested(c->turn_cancel))
             return HOST_EXIT_INTERRUPTED;
         size_t count = to - off < chunk ? to - off : chunk;
         bool last = off + count == to;
         gufo_step_output output = {.sampler = c->sampler, .out_token = first, .logits_kind = GUFO_MEMORY_HOST};
         gufo_error err = {0};
         gufo_status st = c->tg->prefill(c->model, c->session, tokens + off, count, last && first ? &output : NULL,
-                                        c->l->cancel, &err);
+                                        c->turn_cancel, &err);
         if (st != GUFO_OK)
             return step_failed(c, "prefill", st, &err);
         if (!hold(c, tokens + off, count)) {
@@ -533,7 +544,7 @@ static int generate(chat_state *c, gufo_token token, gufo_tool_parser *parser, c
             ts->stop = "token limit";
             return HOST_EXIT_OK;
         }
-        if (gufo_cancel_requested(c->l->cancel))
+        if (gufo_cancel_requested(c->turn_cancel))
             return HOST_EXIT_INTERRUPTED;
         if (c->n_held + 1 > c->context) {
             ts->stop = "context full";
@@ -544,7 +555,7 @@ static int generate(chat_state *c, gufo_token token, gufo_tool_parser *parser, c
                                  .output = {.sampler = c->sampler, .out_token = &next,
                                             .logits_kind = GUFO_MEMORY_HOST}};
         gufo_decode_batch batch = {.struct_size = sizeof batch, .items = &item, .n_items = 1,
-                                   .cancel = c->l->cancel};
+                                   .cancel = c->turn_cancel};
         gufo_error err = {0};
         gufo_status st = c->tg->decode(c->model, &batch, &err);
         if (st != GUFO_OK)
@@ -657,7 +668,10 @@ static int run_turn(chat_state *c, size_t turn, bool *dropped)
     if (c->last_char != '\n')
         fputc('\n', stdout);
     fflush(stdout);
-    if (rc == HOST_EXIT_OK || rc == HOST_EXIT_INTERRUPTED) {
+    if (rc == HOST_EXIT_INTERRUPTED && ts.n_generated == 0 && c->n_calls == 0) {
+        /* Stopped before the reply began: the message goes back, as if never sent. */
+        *dropped = true;
+    } else if (rc == HOST_EXIT_OK || rc == HOST_EXIT_INTERRUPTED) {
         int rrc = record_reply(c);
         if (rc == HOST_EXIT_OK)
             rc = rrc;
@@ -693,22 +707,54 @@ static bool is_command(const char *line, const char *word)
     return true;
 }
 
+/* Runs one turn under a cancel token of its own, which Ctrl-C fires while the turn runs. */
+static int run_turn_interruptible(chat_state *c, size_t turn, bool *dropped)
+{
+    if (gufo_cancel_create(&c->turn_cancel) != GUFO_OK) {
+        host_error("out of memory");
+        return HOST_EXIT_FAILURE;
+    }
+    if (c->l->interrupt_installed)
+        host_interrupt_rearm(c->turn_cancel);
+    int rc = run_turn(c, turn, dropped);
+    /* A Ctrl-C typed during the turn belongs to it: the prompt starts afresh. */
+    if (c->l->interrupt_installed)
+        host_interrupt_rearm(NULL);
+    gufo_cancel_destroy(c->turn_cancel);
+    c->turn_cancel = NULL;
+    return rc;
+}
+
 static int chat_loop(chat_state *c)
 {
     bool interactive = isatty(STDIN_FILENO) == 1;
-    char *line = NULL;
-    size_t line_cap = 0;
+    host_line_input input = {.fd = STDIN_FILENO};
     size_t turn = 0;
     int rc = HOST_EXIT_OK;
+    if (c->l->interrupt_installed)
+        host_interrupt_rearm(NULL); /* between turns nothing runs that a token could stop */
     for (;;) {
         if (interactive) {
             fputs("> ", stdout);
             fflush(stdout);
         }
-        ssize_t got = getline(&line, &line_cap, stdin);
-        if (got < 0)
+        char *line = NULL;
+        size_t got = 0;
+        host_line_status ls = host_line_input_read(&input, &line, &got);
+        if (ls == HOST_LINE_END)
             break;
-        while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r'))
+        if (ls == HOST_LINE_INTERRUPTED) {
+            if (interactive)
+                fputc('\n', stdout); /* the shell's prompt then starts on a line of its own */
+            rc = HOST_EXIT_INTERRUPTED;
+            break;
+        }
+        if (ls == HOST_LINE_FAILED) {
+            host_error("cannot read the next message: %s", strerror(errno));
+            rc = HOST_EXIT_FAILURE;
+            break;
+        }
+        while (got > 0 && line[got - 1] == '\r')
             line[--got] = '\0';
         if (got == 0)
             continue;
@@ -738,15 +784,18 @@ static int chat_loop(chat_state *c)
             break;
         }
         bool dropped = false;
-        int trc = run_turn(c, ++turn, &dropped);
+        int trc = run_turn_interruptible(c, ++turn, &dropped);
         if (dropped) {
             free_msg(&c->msgs[--c->n_msgs]);
             turn--;
         }
         if (trc == HOST_EXIT_INTERRUPTED) {
-            host_error("interrupted");
-            rc = trc;
-            break;
+            /* The cancelled step left the session as it was, so the conversation goes on from here. */
+            fputs(dropped ? "gufo: interrupted before the reply began; the message was taken back "
+                            "(Ctrl-C at the prompt ends the chat)\n"
+                          : "gufo: reply interrupted (Ctrl-C at the prompt ends the chat)\n",
+                  stderr);
+            continue;
         }
         if (trc != HOST_EXIT_OK) {
             rc = trc;
@@ -761,7 +810,7 @@ static int chat_loop(chat_state *c)
                 free_msg(&c->msgs[--c->n_msgs]);
         }
     }
-    free(line);
+    host_line_input_free(&input);
     return rc;
 }
 

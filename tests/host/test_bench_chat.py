@@ -300,6 +300,135 @@ class ToyBenchChatTest(unittest.TestCase):
         self.assertIn("does not apply to gufo chat", r.stderr)
 
 
+class Terminal:
+    """A program on a pseudo-terminal of its own, as a user at a shell runs it.
+
+    The child is a session leader whose controlling terminal is the pty, so typing Ctrl-C
+    (byte 0x03) makes the line discipline send SIGINT to it, exactly as a real terminal does.
+    Everything the program prints (stdout and stderr) and the terminal echoes is collected in
+    `self.seen`.
+    """
+
+    def __init__(self, argv):
+        import pty
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            try:
+                os.execv(argv[0], argv)
+            finally:
+                os._exit(127)
+        self.seen = ""
+        self.status = None
+
+    def type(self, text):
+        os.write(self.fd, text.encode())
+
+    def read_until(self, pattern, timeout):
+        """Reads until `pattern` (a regex) matches what was seen so far; returns the match or None."""
+        import select
+        import time
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.search(pattern, self.seen)
+            if m:
+                return m
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.fd, 4096)
+            except OSError:  # EIO: the child closed the terminal (it ended)
+                chunk = b""
+            if not chunk:
+                return re.search(pattern, self.seen)
+            self.seen += chunk.decode(errors="replace")
+
+    def wait(self, timeout):
+        """The exit status (os.waitstatus_to_exitcode), or None when the program still runs after `timeout`."""
+        import time
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.read_until(r"(?!)", 0.05)  # keep draining, so a full pty buffer cannot block the child
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(status)
+                return self.status
+        return None
+
+    def close(self):
+        import signal
+        if self.status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        os.close(self.fd)
+
+
+class ToyChatInterruptTest(unittest.TestCase):
+    """Ctrl-C typed at a real (pseudo-)terminal: at the idle prompt it ends the chat at once;
+    during a reply it stops that reply and the chat goes on."""
+
+    # Generous on a loaded machine, yet far below "waits for the next line forever".
+    PROMPTLY = 20
+
+    def setUp(self):
+        if not TOY or not WRITE_GGUF:
+            self.skipTest("GUFO_TOY_BIN / GUFO_WRITE_GGUF not set")
+        self.tmp = tempfile.TemporaryDirectory()
+        self.model = str(Path(self.tmp.name) / "toy.gguf")
+        r = subprocess.run([WRITE_GGUF, self.model, "gufo-host-toy"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def start(self, *args):
+        term = Terminal([TOY, "chat", "--model", self.model, "--context", "200", "--temperature", "0", *args])
+        self.addCleanup(term.close)
+        self.assertTrue(term.read_until(r"> $", self.PROMPTLY), f"no prompt: {term.seen!r}")
+        return term
+
+    def test_ctrl_c_at_the_idle_prompt_ends_the_chat(self):
+        term = self.start()
+        term.type("\x03")
+        status = term.wait(self.PROMPTLY)
+        self.assertIsNotNone(status, f"gufo chat still waits for a line after Ctrl-C: {term.seen!r}")
+        self.assertEqual(status, 130, term.seen)
+
+    def test_ctrl_c_after_a_turn_ends_the_chat(self):
+        term = self.start()
+        term.type("x\n")
+        self.assertTrue(term.read_until(ALPHABET + r"\r?\n> $", self.PROMPTLY), term.seen)
+        term.type("\x03")
+        self.assertEqual(term.wait(self.PROMPTLY), 130, term.seen)
+
+    def test_ctrl_c_during_a_reply_stops_the_reply_and_the_chat_goes_on(self):
+        # 26 letters at 150 ms a step: Ctrl-C lands well inside the reply.
+        term = self.start("--toy-step-ms", "150")
+        term.type("x\n")
+        self.assertTrue(term.read_until(r"abc", self.PROMPTLY), term.seen)
+        term.type("\x03")
+        self.assertTrue(term.read_until(r"reply interrupted[^\n]*\n(?:.*\n)*> $", self.PROMPTLY),
+                        f"no new prompt after Ctrl-C during the reply: {term.seen!r}")
+        # The terminal echoes ^C where it was typed, possibly between two letters.
+        reply = term.seen.replace("^C", "")
+        self.assertRegex(reply, r"\nabc[a-y]*\r?\n")
+        self.assertNotIn(ALPHABET, reply, "the reply should have been cut short")
+        self.assertIsNone(term.wait(0.5), f"the chat ended instead of going on: {term.seen!r}")
+        # The next turn runs to its end, uninterrupted.
+        before = len(term.seen)
+        term.type("y\n")
+        self.assertTrue(term.read_until(r"[a-z]+\r?\n> $", self.PROMPTLY * 3), term.seen)
+        self.assertNotIn("interrupted", term.seen[before:])
+        term.type("\x04")  # Ctrl-D: end of input
+        self.assertEqual(term.wait(self.PROMPTLY), 0, term.seen)
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
         suite = unittest.defaultTestLoader.loadTestsFromName(sys.argv[1], sys.modules[__name__])

@@ -45,7 +45,8 @@ static const gufo_option_decl toy_options[] = {
      .commands = GUFO_COMMAND_PROMPT, .help = "Output style", .default_value = "plain",
      .allowed_values = toy_styles, .n_allowed_values = 2},
     {.struct_size = sizeof(gufo_option_decl), .name = "toy-step-ms", .type = GUFO_OPTION_INT,
-     .commands = GUFO_COMMAND_PROMPT, .help = "Milliseconds each decode step takes", .default_value = "0"},
+     .commands = GUFO_COMMAND_PROMPT | GUFO_COMMAND_CHAT, .help = "Milliseconds each decode step takes",
+     .default_value = "0"},
     {.struct_size = sizeof(gufo_option_decl), .name = "toy-vocab", .type = GUFO_OPTION_PATH,
      .commands = GUFO_COMMAND_PROMPT, .help = "A vocabulary file", .default_value = NULL},
 };
