@@ -45,6 +45,7 @@
 #include "line_input.h"
 #include "report.h"
 #include "sampling_args.h"
+#include "text_loop.h"
 
 static const char *const reuse_choices[] = {"auto", "snapshot", "off", NULL};
 
@@ -520,6 +521,7 @@ typedef struct turn_stats {
     size_t n_prompt, reused, n_generated;
     double t_prefill, t_decode;
     const char *stop;
+    gufo_token end_token; /* the token that ended the reply, when the model ended it */
 } turn_stats;
 
 /* Generates the reply after `token` (produced by the prompt's last step, not yet in the session). */
@@ -534,6 +536,7 @@ static int generate(chat_state *c, gufo_token token, gufo_tool_parser *parser, c
         gufo_sampler_accept(c->sampler, token);
         if (is_end_of_generation(c, token)) {
             ts->stop = "end of generation";
+            ts->end_token = token;
             return HOST_EXIT_OK;
         }
         int rc = emit(c, token, parser, sink);
@@ -597,7 +600,7 @@ static int run_turn(chat_state *c, size_t turn, bool *dropped)
     gufo_tool_call *call_views = NULL;
     gufo_token *prompt = NULL;
     gufo_tool_parser *parser = NULL;
-    turn_stats ts = {.stop = "done"};
+    turn_stats ts = {.stop = "done", .end_token = -1};
     int rc = HOST_EXIT_OK;
 
     if (gufo_text_buffer_create(0, &rendered) != GUFO_OK) {
@@ -676,6 +679,8 @@ static int run_turn(chat_state *c, size_t turn, bool *dropped)
         if (rc == HOST_EXIT_OK)
             rc = rrc;
     }
+    if (rc == HOST_EXIT_OK && ts.n_generated == 0 && ts.end_token >= 0)
+        host_report_empty_reply(c->tg, c->model, ts.end_token);
     if (c->verbose && rc == HOST_EXIT_OK)
         fprintf(stderr, "prompt: %zu tokens (%zu reused), %.1f tok/s; generated: %zu tokens, %.1f tok/s; stopped: %s\n",
                 ts.n_prompt, ts.reused,

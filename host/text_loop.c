@@ -43,6 +43,7 @@ typedef struct generation {
     size_t n_from_steps;         /* tokens produced by decode/verify steps, for the decode rate */
     char last_char;              /* last byte written, to end the output with a newline */
     const char *stop_reason;
+    gufo_token end_token;        /* the token that ended generation, when the model ended it */
 } generation;
 
 static const char *missing_slot(const gufo_text_generation_iface *tg, bool chat)
@@ -161,6 +162,7 @@ static bool take(generation *g, gufo_token token, int *rc)
     gufo_sampler_accept(g->sampler, token);
     if (is_end_of_generation(g, token)) {
         g->stop_reason = "end of generation";
+        g->end_token = token;
         return false;
     }
     if ((*rc = emit(g, token)) != HOST_EXIT_OK)
@@ -274,6 +276,25 @@ static int generate(generation *g, gufo_token token, const gufo_speculative_ifac
     return rc;
 }
 
+void host_report_empty_reply(const gufo_text_generation_iface *tg, gufo_model *model, gufo_token token)
+{
+    gufo_text_buffer *name = NULL;
+    gufo_detok_state state;
+    memset(&state, 0, sizeof state);
+    const char *text = NULL;
+    size_t len = 0;
+    if (gufo_text_buffer_create(0, &name) == GUFO_OK && tg->detokenize(model, &state, token, true, name) == GUFO_OK &&
+        tg->detokenize(model, &state, GUFO_DETOK_FLUSH, true, name) == GUFO_OK)
+        text = gufo_text_buffer_data(name, &len);
+    if (text && len)
+        fprintf(stderr, "gufo: the reply is empty: the model ended its turn at once (its first token was %.*s, id %d)\n",
+                (int)len, text, (int)token);
+    else
+        fprintf(stderr, "gufo: the reply is empty: the model ended its turn at once (its first token was id %d)\n",
+                (int)token);
+    gufo_text_buffer_destroy(name);
+}
+
 static void print_summary(const generation *g, double t_prefill, double t_decode)
 {
     double prompt_rate = t_prefill > 0 ? (double)g->n_prompt / t_prefill : 0.0;
@@ -330,6 +351,7 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
     g.req = req;
     g.info.struct_size = sizeof g.info;
     g.stop_reason = "done";
+    g.end_token = -1;
 
     gufo_status st = tg->get_info(model, &g.info);
     if (st != GUFO_OK || g.info.n_vocab <= 0) {
@@ -401,6 +423,8 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
     fflush(req->out);
     if (!req->quiet)
         print_summary(&g, t1 - t0, t2 - t1);
+    if (rc == HOST_EXIT_OK && g.n_generated == 0 && g.end_token >= 0)
+        host_report_empty_reply(tg, model, g.end_token);
     if (rc == HOST_EXIT_INTERRUPTED)
         host_error("interrupted");
     else if (rc == HOST_EXIT_OK && req->verbose)

@@ -10,6 +10,8 @@
  *  - streaming detokenization to the output as tokens arrive;
  *  - stopping at an END_OF_GENERATION token, at the token limit, when the
  *    context is full, or between steps when the cancel token fires (Ctrl-C);
+ *  - saying so when the reply is empty because its first token ended it
+ *    ("gufo: the reply is empty: ...", also with --quiet);
  *  - the summary line on stderr:
  *      "prompt: N tokens, X tok/s; generated: M tokens, Y tok/s"
  *    where Y counts the tokens that came from decode/verify steps over their time.
@@ -22,6 +24,7 @@
 #include <gufo/ext/cancel.h>
 #include <gufo/ext/provider.h>
 #include <gufo/ext/sampling.h>
+#include <gufo/ext/text_generation.h>
 
 /** One generation request. */
 typedef struct host_text_request {
@@ -37,6 +40,13 @@ typedef struct host_text_request {
     bool verbose;                   /* extra facts on stderr */
     FILE *out;                      /* where generated text goes */
 } host_text_request;
+
+/**
+ * Says on stderr why a reply is empty: the model's first token, `token`, ends
+ * its turn (a random-weight test model often does that at once). Names the
+ * token by its text with specials shown, e.g. "<|im_end|>", and its id.
+ */
+void host_report_empty_reply(const gufo_text_generation_iface *tg, gufo_model *model, gufo_token token);
 
 /**
  * Runs the request on a model the provider created. Prints errors itself and

@@ -25,6 +25,7 @@ SOURCE_DIR = Path(os.environ.get("GUFO_SOURCE_DIR", Path(__file__).resolve().par
 GOLDEN = SOURCE_DIR / "tests/golden/qwen"
 TINY = str(GOLDEN / "tiny.gguf")
 TINY_256 = str(GOLDEN / "tiny-256.gguf")
+TINY_UNTIED = str(GOLDEN / "tiny-untied.gguf")
 
 USAGE_EXIT = 2
 FAILURE_EXIT = 1
@@ -246,6 +247,36 @@ class ChatTest(QwenBase):
         r = gufo("chat", "--help")
         for opt in ("--system", "--temperature", "--reuse", "--verbose", "--no-thinking"):
             self.assertIn(opt, r.stdout)
+
+
+class EmptyReplyTest(QwenBase):
+    """A reply the model ends at once is empty: prompt and chat say why instead of printing nothing.
+
+    The golden tiny-untied model's first reply token to "Hello" in a chat is its end-of-turn token.
+    """
+
+    EXPLAINED = re.compile(r"gufo: the reply is empty: the model ended its turn at once "
+                           r"\(its first token was <\|endoftext\|>, id \d+\)\n")
+
+    def test_prompt_says_why_the_reply_is_empty(self):
+        r = gufo("prompt", "--chat", "--model", TINY_UNTIED, "Hello")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertRegex(r.stderr, self.EXPLAINED)
+        # --quiet drops the summary line, not the explanation.
+        r = gufo("prompt", "--chat", "--model", TINY_UNTIED, "--quiet", "Hello")
+        self.assertRegex(r.stderr, "^" + self.EXPLAINED.pattern + "$")
+
+    def test_chat_says_why_a_reply_is_empty(self):
+        r = gufo("chat", "--model", TINY_UNTIED, stdin_text="Hello\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "\n")
+        self.assertRegex(r.stderr, self.EXPLAINED)
+
+    def test_no_explanation_when_the_model_replied(self):
+        r = gufo("prompt", "--chat", "--model", TINY, "-n", "4", "Hello")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("reply is empty", r.stderr)
 
 
 class ToyBenchChatTest(unittest.TestCase):
