@@ -65,6 +65,12 @@ static const cli_option serve_options[] = {
     {.name = "idle-timeout", .type = CLI_INT, .metavar = "SECONDS", .min = 0, .max = 86400, .default_value = "60",
      .help = "Close a connection that sends nothing for this long: before or between requests, or half-way "
              "through one (never while its answer is being worked on or streamed); 0 = never."},
+    {.name = "header-timeout", .type = CLI_INT, .metavar = "SECONDS", .min = 0, .max = 86400, .default_value = "10",
+     .help = "A request's head (request line and headers) must arrive whole within this long of its start, "
+             "however it trickles; else 408 and the connection is closed. 0 = no deadline."},
+    {.name = "body-timeout", .type = CLI_INT, .metavar = "SECONDS", .min = 0, .max = 86400, .default_value = "60",
+     .help = "A request's body must arrive whole within this long of its head; else 408 and the connection is "
+             "closed. 0 = no deadline."},
     {.name = "request-timeout", .type = CLI_FLOAT, .metavar = "SECONDS",
      .help = "Deadline per request, counted from when it is queued (fractions allowed); a request still waiting or "
              "generating then ends with 408. Default: none."},
@@ -323,6 +329,8 @@ static int run_serve(const host_context *ctx, const cli_args *args)
             .app = &app,
             .metrics = metrics,
             .idle_timeout_s = (unsigned)cli_args_int(args, "idle-timeout"),
+            .header_timeout_s = (unsigned)cli_args_int(args, "header-timeout"),
+            .body_timeout_s = (unsigned)cli_args_int(args, "body-timeout"),
         };
         rc = srv_http_start(&hc, &http);
     }

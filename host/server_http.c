@@ -12,25 +12,46 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "report.h"
+#include "server_gate.h"
+#include "server_head.h"
 #include "server_metrics.h"
+
+/*
+ * libmicrohttpd's memory per connection (its default is 32 KiB). It holds
+ * the head it reads and its parsed fields: room for heads well over our own
+ * limit (SRV_HEAD_MAX_BYTES), so that on a kept-alive connection, where
+ * libmicrohttpd reads the head itself, most heads over the limit still reach
+ * the handler and get our JSON 431 instead of libmicrohttpd's own answer.
+ * Pages are only touched as they are used.
+ */
+#define MHD_MEMORY_PER_CONNECTION (64u * 1024u)
+/* Of the connections, kept for requests without a body (health checks, /v1/models, /metrics): slow
+ * uploads cannot take them all. */
+#define RESERVED_FOR_NO_BODY 16u
+/* Connections still sending their first head that the gate holds at most (the oldest goes when full). */
+#define MAX_WAITING_HEADS 256u
 
 struct srv_http {
     srv_http_config config;
     struct MHD_Daemon *daemon;
+    srv_gate *gate;
     uint16_t port;
 };
 
-/* Per request: lives from the first access-handler call to the completed callback. */
+/* Per request: lives from its request line (the URI callback) to the completed callback. */
 struct srv_http_request {
     srv_http *http;
     struct MHD_Connection *connection;
+    srv_gate_watch *watch;     /* the connection's deadlines (NULL: none) */
     const srv_http_route *route;
     char *body;
     size_t body_len, body_cap;
+    bool headed;               /* the first access-handler call (the whole head) was seen */
     bool oversize;
     bool answered;
     struct timespec arrived;
@@ -435,6 +456,38 @@ static bool body_append(srv_http_request *req, const char *data, size_t len)
     return true;
 }
 
+/* A new request: counted in flight, timed from its first line. */
+static srv_http_request *request_new(srv_http *http, struct MHD_Connection *connection)
+{
+    srv_http_request *req = calloc(1, sizeof *req);
+    if (!req)
+        return NULL;
+    req->http = http;
+    req->connection = connection;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    req->watch = info ? info->socket_context : NULL;
+    clock_gettime(CLOCK_MONOTONIC, &req->arrived);
+    srv_metrics_request_started(http->config.metrics);
+    return req;
+}
+
+/*
+ * libmicrohttpd read a request line (and calls nothing else before the whole
+ * head): the head's deadline starts. On a connection's first request the gate
+ * has seen the whole head already; on later ones this is where it begins. What
+ * this returns is the request's state in on_access and on_completed.
+ */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+    (void)uri;
+    srv_http *http = cls;
+    srv_http_request *req = request_new(http, connection);
+    if (req)
+        srv_gate_watch_deadline(http->gate, req->watch, SRV_GATE_HEAD, http->config.header_timeout_s * 1000u, NULL,
+                                true);
+    return req;
+}
+
 /* True when the request announces a body (a length above 0, or chunks). */
 static bool has_body(struct MHD_Connection *connection)
 {
@@ -446,7 +499,8 @@ static bool has_body(struct MHD_Connection *connection)
 
 /*
  * The whole head is here. Everything this layer decides without the body,
- * in the order server_http.h gives; false when an answer was queued.
+ * in the order server_http.h gives; false when an answer was queued. Sets the
+ * body's deadline when one follows.
  */
 static bool check_head(srv_http_request *req, const char *url, const char *method)
 {
@@ -455,6 +509,19 @@ static bool check_head(srv_http_request *req, const char *url, const char *metho
     bool path_known = false, public_path = false;
     const srv_http_route *shape = NULL;
     req->route = find_route(http, method, url, &path_known, &public_path, &shape);
+    /* The gate checked the first head on the connection; libmicrohttpd read later ones by itself. */
+    const union MHD_ConnectionInfo *size = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (size && size->header_size > SRV_HEAD_MAX_BYTES) {
+        respond_error_as(req, shape, 431, "request_header_fields_too_large",
+                         "The request head (request line and header fields) is over the limit of %u bytes.",
+                         SRV_HEAD_MAX_BYTES);
+        return false;
+    }
+    if (strlen(url) > SRV_HEAD_MAX_TARGET) {
+        respond_error_as(req, shape, 414, "uri_too_long", "The request target is over the limit of %u bytes.",
+                         SRV_HEAD_MAX_TARGET);
+        return false;
+    }
     /* The key first, for every path that is not public, known or not: without the key nothing else is told. */
     if (!authorized(req, public_path)) {
         respond_error_as(req, shape, 401, "invalid_api_key",
@@ -485,6 +552,9 @@ static bool check_head(srv_http_request *req, const char *url, const char *metho
                                      type ? "'" : "sent without a Content-Type", type ? type : "", type ? "'" : "");
         return false;
     }
+    if (!srv_gate_watch_deadline(http->gate, req->watch, SRV_GATE_BODY, http->config.body_timeout_s * 1000u,
+                                 req->route->path, false))
+        return false; /* cannot happen: the head's deadline was cleared just before */
     return true;
 }
 
@@ -496,14 +566,17 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
     srv_http *http = cls;
     srv_http_request *req = *con_cls;
     if (!req) {
-        req = calloc(1, sizeof *req);
+        /* on_request_line ran out of memory; try once more */
+        req = request_new(http, connection);
         if (!req)
             return MHD_NO;
-        req->http = http;
-        req->connection = connection;
-        clock_gettime(CLOCK_MONOTONIC, &req->arrived);
-        srv_metrics_request_started(http->config.metrics);
         *con_cls = req;
+    }
+    if (!req->headed) {
+        req->headed = true;
+        /* The head is whole: its deadline ends. False: it had passed and the gate answered 408. */
+        if (!srv_gate_watch_deadline(http->gate, req->watch, SRV_GATE_NONE, 0, NULL, false))
+            return MHD_NO;
         /* Answer what needs no body at once: MHD then skips the upload. */
         check_head(req, url, method);
         return MHD_YES;
@@ -518,7 +591,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         *upload_data_size = 0;
         return MHD_YES;
     }
-    /* The whole request is here: from now on the model's pace, not the client's, sets the timing. */
+    /* The whole request is here: from now on the model's pace, not the client's, sets the timing.
+     * False: the body's deadline passed and the gate answered 408. */
+    if (!srv_gate_watch_deadline(http->gate, req->watch, SRV_GATE_NONE, 0, NULL, false))
+        return MHD_NO;
     if (http->config.idle_timeout_s)
         MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     if (req->oversize) {
@@ -544,53 +620,147 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
     clock_gettime(CLOCK_MONOTONIC, &now);
     double seconds = (double)(now.tv_sec - req->arrived.tv_sec) + (double)(now.tv_nsec - req->arrived.tv_nsec) / 1e9;
     srv_metrics_request_done(http->config.metrics, seconds);
-    /* Answered: an idle keep-alive connection must not hold its thread forever. */
-    if (http->config.idle_timeout_s)
+    /* Answered: an idle keep-alive connection must not hold its thread forever. Silence is cut by the
+     * idle timeout; a next request trickled in a byte at a time, by a deadline of idle + head time. */
+    if (http->config.idle_timeout_s) {
         MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, http->config.idle_timeout_s);
+        srv_gate_watch_deadline(http->gate, req->watch, SRV_GATE_BETWEEN,
+                                (http->config.idle_timeout_s + http->config.header_timeout_s) * 1000u, NULL, false);
+    }
     free(req->body);
     free(req);
     *con_cls = NULL;
 }
 
+/* libmicrohttpd took over a connection from the gate, or closed one (before closing its socket). */
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    srv_http *http = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = srv_gate_watch_open(http->gate, info ? info->connect_fd : -1);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        srv_gate_watch_close(http->gate, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* ---- what the gate calls --------------------------------------------------- */
+
+static bool gate_admit(void *ctx, int fd, const struct sockaddr *addr, socklen_t addr_len)
+{
+    srv_http *http = ctx;
+    return MHD_add_connection(http->daemon, fd, addr, addr_len) == MHD_YES;
+}
+
+/* The error the gate answers, in the shape of the target's route, counted like every other answer. */
+static char *gate_error_body(void *ctx, const char *target, size_t target_len, unsigned status, const char *code,
+                             const char *message)
+{
+    srv_http *http = ctx;
+    bool path_known = false, public_path = false;
+    const srv_http_route *shape = NULL;
+    if (target) {
+        const char *query = memchr(target, '?', target_len);
+        find_route_n(http, "", target, query ? (size_t)(query - target) : target_len, &path_known, &public_path,
+                     &shape);
+    }
+    srv_metrics_request_answered(http->config.metrics, path_known ? shape->path : "other", status);
+    cJSON *body = shape && shape->error_body ? shape->error_body(status, code, message)
+                                             : srv_http_error_json(status, code, NULL, message);
+    char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+    cJSON_Delete(body);
+    return text;
+}
+
 /* ---- the daemon ----------------------------------------------------------- */
+
+/* A listening socket on the first address `host` resolves to; -1 after printing why not. */
+static int listen_on(const char *host, uint16_t port, int *exit_code)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *addrs = NULL;
+    char service[8];
+    snprintf(service, sizeof service, "%u", (unsigned)port);
+    int gai = getaddrinfo(host, service, &hints, &addrs);
+    if (gai != 0 || !addrs) {
+        host_error("cannot resolve --host %s: %s", host, gai_strerror(gai));
+        *exit_code = HOST_EXIT_USAGE;
+        return -1;
+    }
+    int fd = socket(addrs->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int on = 1;
+    bool ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0;
+    /* "::" means IPv6 only, as it did when libmicrohttpd bound the socket. */
+    if (ok && addrs->ai_family == AF_INET6)
+        ok = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) == 0;
+    ok = ok && bind(fd, addrs->ai_addr, addrs->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0;
+    freeaddrinfo(addrs);
+    if (!ok) {
+        host_error("cannot listen on %s:%u (is the port in use, or the address not on this machine?)", host,
+                   (unsigned)port);
+        if (fd >= 0)
+            close(fd);
+        *exit_code = HOST_EXIT_FAILURE;
+        return -1;
+    }
+    return fd;
+}
 
 int srv_http_start(const srv_http_config *config, srv_http **out)
 {
     *out = NULL;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-    struct addrinfo *addrs = NULL;
-    char port[8];
-    snprintf(port, sizeof port, "%u", (unsigned)config->port);
-    int gai = getaddrinfo(config->host, port, &hints, &addrs);
-    if (gai != 0 || !addrs) {
-        host_error("cannot resolve --host %s: %s", config->host, gai_strerror(gai));
-        return HOST_EXIT_USAGE;
-    }
+    int rc = HOST_EXIT_FAILURE;
+    int fd = listen_on(config->host, config->port, &rc);
+    if (fd < 0)
+        return rc;
     srv_http *http = calloc(1, sizeof *http);
     if (!http) {
-        freeaddrinfo(addrs);
+        close(fd);
         host_error("out of memory");
         return HOST_EXIT_FAILURE;
     }
     http->config = *config;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-    if (addrs->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    http->daemon = MHD_start_daemon(flags, config->port, NULL, NULL, on_access, http,
-                                    MHD_OPTION_SOCK_ADDR, addrs->ai_addr,
+    /* Connections come from the gate (MHD_add_connection), never from a socket of libmicrohttpd's own.
+     * poll() rather than select(): descriptors above FD_SETSIZE work too. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    /* The gate keeps the count; libmicrohttpd's own limit (which it enforces by closing without a word)
+     * sits above it. */
+    unsigned mhd_limit = config->max_connections + 64u;
+    http->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, http,
                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
-                                    MHD_OPTION_CONNECTION_LIMIT, config->max_connections,
+                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, http,
+                                    MHD_OPTION_URI_LOG_CALLBACK, on_request_line, http,
+                                    MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
                                     MHD_OPTION_CONNECTION_TIMEOUT, config->idle_timeout_s,
+                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MHD_MEMORY_PER_CONNECTION,
                                     MHD_OPTION_END);
-    freeaddrinfo(addrs);
     if (!http->daemon) {
-        host_error("cannot listen on %s:%u (is the port in use, or the address not on this machine?)", config->host,
-                   (unsigned)config->port);
+        host_error("cannot start the HTTP server (libmicrohttpd)");
+        close(fd);
         free(http);
         return HOST_EXIT_FAILURE;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(http->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    http->port = info ? info->port : config->port;
+    srv_gate_config gc = {
+        .listen_fd = fd,
+        .header_timeout_ms = config->header_timeout_s * 1000u,
+        .idle_timeout_ms = config->idle_timeout_s * 1000u,
+        .max_connections = config->max_connections,
+        .reserved_no_body = RESERVED_FOR_NO_BODY < config->max_connections ? RESERVED_FOR_NO_BODY : 0,
+        .max_waiting = MAX_WAITING_HEADS,
+        .admit = gate_admit,
+        .error_body = gate_error_body,
+        .ctx = http,
+    };
+    rc = srv_gate_start(&gc, &http->gate); /* owns the socket from here, also on failure */
+    if (rc != HOST_EXIT_OK) {
+        MHD_stop_daemon(http->daemon);
+        free(http);
+        return rc;
+    }
+    http->port = srv_gate_port(http->gate);
     *out = http;
     return HOST_EXIT_OK;
 }
@@ -604,6 +774,9 @@ void srv_http_stop(srv_http *http)
 {
     if (!http)
         return;
+    /* No new connections, then libmicrohttpd's close (each closes its watch), then the gate's memory. */
+    srv_gate_stop(http->gate);
     MHD_stop_daemon(http->daemon);
+    srv_gate_destroy(http->gate);
     free(http);
 }

@@ -7,23 +7,34 @@
  * for a hang-up, so a client that goes away cancels its job within one wait
  * slice (about 50 ms), not when the model finally writes to a dead socket.
  *
- * Idle connections: each connection holds a thread, so one that sends nothing
- * (or stops half-way through its request, or idles on keep-alive after an
- * answer) is closed after `idle_timeout_s` without traffic. While a handler
- * works on a request, and while a stream is being produced, the timeout is
- * off: the model may take longer than that to produce the next bytes, and
- * the handlers watch for hang-ups themselves.
+ * Connections reach libmicrohttpd through the gate (server_gate.h): the
+ * layer binds the socket itself, and the gate holds each new connection until
+ * its first request head is whole and checked (server_head.h), so a head that
+ * is too big, too slow or not HTTP gets a JSON error and a client that
+ * trickles holds no thread. Deadlines (`header_timeout_s` for a head,
+ * `body_timeout_s` for a body) are absolute: bytes arriving now and then do
+ * not extend them.
+ *
+ * Idle connections: each connection libmicrohttpd serves holds a thread, so
+ * one that sends nothing (before its head, or half-way through its body, or on
+ * keep-alive after an answer) is closed after `idle_timeout_s` without
+ * traffic. While a handler works on a request, and while a stream is being
+ * produced, every timeout is off: the model may take longer than that to
+ * produce the next bytes, and the handlers watch for hang-ups themselves.
  *
  * This layer owns: binding, the bearer API key (constant-time compare), the
- * request body limit (413), the body's media type (415), routing by method
- * and path, and the error shape of what it decides before a handler runs:
- * the shape of the route the path belongs to (srv_http_route.error_body, so
- * Anthropic clients read Anthropic errors on /v1/messages*), OpenAI's by
- * default. An unknown path belongs to the route whose path is its longest
- * prefix at a '/' ("/v1/messages/batches" to "/v1/messages"). In order: the
- * API key (401: every path but the public ones, known or not, so an unknown
- * path without the key is 401 like the rest of the API), then 404, 405, 413,
- * 415, then the route's handler. The OpenAI semantics live in server_openai.c.
+ * request limits (head 431/414, body 413), the body's media type (415),
+ * routing by method and path, and the error shape of what it decides before
+ * a handler runs: the shape of the route the path belongs to
+ * (srv_http_route.error_body, so Anthropic clients read Anthropic errors on
+ * /v1/messages*), OpenAI's by default. An unknown path belongs to the route
+ * whose path is its longest prefix at a '/' ("/v1/messages/batches" to
+ * "/v1/messages"). In order: what the gate refuses (400, 408, 414, 431, 501,
+ * 503, 505), the head limits of later requests on a kept-alive connection
+ * (414, 431), the API key (401: every path but the public ones, known or not,
+ * so an unknown path without the key is 401 like the rest of the API), then
+ * 404, 405, 413, 415, then the route's handler. The OpenAI semantics live in
+ * server_openai.c.
  */
 #ifndef GUFO_HOST_SERVER_HTTP_H
 #define GUFO_HOST_SERVER_HTTP_H
@@ -70,7 +81,9 @@ typedef struct srv_http_config {
     size_t n_routes;
     void *app;                /* passed to every handler (unless its route has a context) */
     srv_metrics *metrics;     /* counts requests by route and status, in flight, durations (may be NULL) */
-    unsigned idle_timeout_s;  /* close a connection that sends nothing this long (0 = never); see below */
+    unsigned idle_timeout_s;  /* close a connection that sends nothing this long (0 = never); see above */
+    unsigned header_timeout_s; /* a request head must be whole this long after it began, else 408 (0 = no deadline) */
+    unsigned body_timeout_s;  /* a request body must be whole this long after its head, else 408 (0 = no deadline) */
 } srv_http_config;
 
 /** Binds and starts serving. Prints errors itself; returns HOST_EXIT_*. */

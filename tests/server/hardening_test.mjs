@@ -2,14 +2,18 @@
 // sampling that holds text back, slow clients and requests the HTTP layer
 // itself refuses (issue 11).
 //
-//   node hardening_test.mjs GROUP   (GROUP: waiting | held_back | content_type | auth_rules)
+//   node hardening_test.mjs GROUP
+//     (GROUP: waiting | held_back | slow_head | slow_body | http_errors | content_type | auth_rules)
 //
 // Environment and exit codes as server_test.mjs (harness.mjs).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import {
   MODEL_ID, startServer, stopServer, post, runGroups, assertErrorObject,
 } from './harness.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function stopClean(server) {
   const st = await stopServer(server);
@@ -92,6 +96,232 @@ async function groupHeldBack() {
   }
 }
 
+// ---- raw connections -------------------------------------------------------------
+
+// Parses what a raw connection received: the first response's status, headers and JSON body.
+function parseResponse(bytes) {
+  const text = bytes.toString('latin1');
+  const end = text.indexOf('\r\n\r\n');
+  if (!text.startsWith('HTTP/1.1 ') || end < 0) return { status: 0, headers: {}, text, json: null };
+  const lines = text.slice(0, end).split('\r\n');
+  const status = Number(lines[0].split(' ')[1]);
+  const headers = {};
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const length = Number(headers['content-length'] ?? -1);
+  const body = Buffer.from(text.slice(end + 4), 'latin1').subarray(0, length >= 0 ? length : undefined).toString('utf8');
+  let json = null;
+  try { json = JSON.parse(body); } catch { /* the caller checks */ }
+  return { status, headers, text: body, json };
+}
+
+// Opens a connection, writes `chunks` (strings or Buffers) `gapMs` apart, and resolves when the server
+// closes it (or after `limitMs`) with what arrived and how long it took.
+function rawExchange(server, chunks, { gapMs = 0, limitMs = 10000 } = {}) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const received = [];
+    let timer = null;
+    let done = false;
+    const sock = net.connect(server.port, '127.0.0.1');
+    const finish = (closed) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve({ closed, ms: Date.now() - t0, bytes: Buffer.concat(received), ...parseResponse(Buffer.concat(received)) });
+    };
+    sock.on('data', (d) => received.push(d));
+    sock.on('close', () => finish(true));
+    sock.on('error', () => finish(true));
+    setTimeout(() => finish(false), limitMs);
+    sock.on('connect', async () => {
+      for (const chunk of chunks) {
+        if (done || sock.destroyed) return;
+        sock.write(chunk);
+        if (gapMs) await sleep(gapMs);
+      }
+    });
+  });
+}
+
+// A client that sends `text` one byte every `gapMs`: what slowloris does.
+function trickle(server, text, gapMs, limitMs) {
+  return rawExchange(server, [...text], { gapMs, limitMs });
+}
+
+// /health over a new connection (the gate sees every one), within `ms`.
+async function healthWithin(server, ms) {
+  const t = Date.now();
+  const r = await fetch(`${server.base}/health`, { headers: { Connection: 'close' }, signal: AbortSignal.timeout(10000) });
+  assert.equal(r.status, 200, `/health: ${r.status}`);
+  await r.text();
+  const took = Date.now() - t;
+  assert.ok(took < ms, `/health took ${took} ms`);
+  return took;
+}
+
+// ---- slow clients ----------------------------------------------------------------
+
+// Clients that send their head a byte at a time are closed by the head's deadline
+// (however long their pauses are below the idle timeout) with a JSON 408, and, even
+// when there are more of them than the server has connections (--sessions 1
+// --queue 0: 65), /health keeps answering while they are connected: a head in
+// progress holds no connection of libmicrohttpd's. A head that arrives in pieces
+// but in time is served; so is a kept-alive connection's second request, whose
+// head is held to the same deadline.
+async function groupSlowHead() {
+  const server = await startServer(['--sessions', '1', '--queue', '0', '--header-timeout', '2', '--idle-timeout', '30']);
+  try {
+    const head = `GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ${'a'.repeat(300)}\r\n\r\n`;
+    const slow = Array.from({ length: 100 }, () => trickle(server, head, 200, 12000));
+    await sleep(300);
+    const healthMs = [];
+    for (let i = 0; i < 5; i++) {
+      healthMs.push(await healthWithin(server, 3000));
+      await sleep(150);
+    }
+    const results = await Promise.all(slow);
+    const times = results.map((r) => r.ms).sort((a, b) => a - b);
+    console.log(`slow_head: /health ${healthMs.join(', ')} ms among 100 trickling clients; they were closed after ` +
+      `${times[0]}..${times[times.length - 1]} ms`);
+    for (const r of results) {
+      assert.ok(r.closed, `a client trickling its head was not closed within ${r.ms} ms (--header-timeout 2)`);
+      assert.ok(r.ms >= 1800 && r.ms < 6000, `a trickling client was closed after ${r.ms} ms (--header-timeout 2)`);
+      assertErrorObject(r, 408, 'head deadline');
+      assert.equal(r.json.error.code, 'request_header_timeout');
+    }
+    // In pieces, in time: served.
+    const pieces = await rawExchange(server, ['GET /health HT', 'TP/1.1\r\nHost: x\r\n', 'Connection: close\r\n\r\n'],
+      { gapMs: 300 });
+    assert.equal(pieces.status, 200, `a head sent in three pieces: ${pieces.bytes}`);
+    // A kept-alive connection: the first request is answered, the second one's head trickles and is cut.
+    const first = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+    const second = `GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Slow: ${'b'.repeat(100)}\r\n\r\n`;
+    const keep = await rawExchange(server, [first, second.slice(0, 26), ...second.slice(26)], { gapMs: 200, limitMs: 12000 });
+    const answers = keep.bytes.toString('latin1').split(/(?=HTTP\/1\.1 )/);
+    assert.equal(answers.length, 2, `kept-alive connection got: ${keep.bytes}`);
+    assert.equal(parseResponse(Buffer.from(answers[0], 'latin1')).status, 200);
+    assertErrorObject(parseResponse(Buffer.from(answers[1], 'latin1')), 408, 'second head on a kept-alive connection');
+    assert.ok(keep.closed && keep.ms < 7000, `kept-alive trickle closed: ${keep.closed} after ${keep.ms} ms`);
+  } finally {
+    await stopClean(server);
+  }
+}
+
+// A body sent a byte at a time is cut by the body's deadline with a JSON 408.
+// Uploads cannot take every connection: 16 stay for requests without a body, so
+// /health answers while 60 slow uploads hold the rest (those beyond get 503).
+async function groupSlowBody() {
+  const server = await startServer(['--sessions', '1', '--queue', '0', '--body-timeout', '2', '--idle-timeout', '30']);
+  try {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(200) }], max_tokens: 1 });
+    const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n`;
+    const slow = Array.from({ length: 60 }, () => rawExchange(server, [head, ...body], { gapMs: 200, limitMs: 12000 }));
+    await sleep(500);
+    const healthMs = [];
+    for (let i = 0; i < 5; i++) {
+      healthMs.push(await healthWithin(server, 3000));
+      await sleep(150);
+    }
+    const results = await Promise.all(slow);
+    const statuses = results.map((r) => r.status);
+    console.log(`slow_body: /health ${healthMs.join(', ')} ms among 60 trickling uploads; statuses ${statuses.join(' ')}`);
+    for (const r of results) {
+      assert.ok(r.closed && r.ms < 7000, `a trickling upload was ${r.closed ? `closed after ${r.ms} ms` : 'not closed'}`);
+      if (r.status === 503) {
+        assertErrorObject(r, 503, 'no connection left for an upload');
+        assert.equal(r.json.error.code, 'too_many_connections');
+      } else {
+        assertErrorObject(r, 408, 'body deadline');
+        assert.equal(r.json.error.code, 'request_body_timeout');
+        assert.ok(r.ms >= 1800, `cut after ${r.ms} ms, before --body-timeout 2`);
+      }
+    }
+    assert.ok(statuses.includes(408), 'no upload reached the body deadline');
+    // The same body sent at once is served.
+    const whole = await rawExchange(server, [`${head.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}${body}`]);
+    assert.equal(whole.status, 200, `${whole.bytes}`);
+  } finally {
+    await stopClean(server);
+  }
+}
+
+// ---- errors of the HTTP layer itself ------------------------------------------------
+
+// Heads the server will not read get the protocol's JSON error, never an HTML page
+// or a bare close: a header flood (431), a huge URL (414), garbage and malformed
+// heads (400), another HTTP version (505), a transfer coding (501); the shape is
+// the route's (Anthropic's on /v1/messages). The same limits hold for a later
+// request on a kept-alive connection, and Expect: 100-continue still works.
+async function groupHttpErrors() {
+  const server = await startServer(['--api-key', 'k']);
+  try {
+    const check = async (what, bytes, status, code, anthropic = false) => {
+      const r = await rawExchange(server, [bytes]);
+      assert.equal(r.status, status, `${what}: ${r.bytes.toString('latin1').slice(0, 300)}`);
+      assert.match(r.headers['content-type'] ?? '', /^application\/json/, `${what}: content type`);
+      if (anthropic) {
+        assert.equal(r.json?.type, 'error', `${what}: ${r.text}`);
+        assert.equal(typeof r.json.error.message, 'string');
+      } else {
+        assertErrorObject(r, status, what);
+        if (code) assert.equal(r.json.error.code, code, what);
+      }
+      assert.ok(r.closed, `${what}: the connection stays open`);
+    };
+    const flood = Array.from({ length: 150 }, (_, i) => `X-Flood-${i}: ${'v'.repeat(20)}\r\n`).join('');
+    await check('150 header fields', `GET /v1/models HTTP/1.1\r\nHost: x\r\n${flood}\r\n`, 431, 'request_header_fields_too_large');
+    await check('a 40 KiB header', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40000)}\r\n\r\n`, 431,
+      'request_header_fields_too_large');
+    await check('header flood on /v1/messages', `POST /v1/messages HTTP/1.1\r\nHost: x\r\n${flood}\r\n`, 431, null, true);
+    await check('a 100 KiB URL', `GET /v1/models?q=${'a'.repeat(100000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414, 'uri_too_long');
+    await check('garbage', Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]), 400,
+      'malformed_request');
+    await check('no version', 'GET /health\r\n\r\n', 400, 'malformed_request');
+    await check('a folded header', 'GET /health HTTP/1.1\r\nHost: x\r\nX-A: b\r\n  c\r\n\r\n', 400, 'malformed_request');
+    await check('space before a colon', 'GET /health HTTP/1.1\r\nHost : x\r\n\r\n', 400, 'malformed_request');
+    await check('a length that is no number', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1e3\r\n\r\n',
+      400, 'malformed_request');
+    await check('length and chunks', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n' +
+      'Transfer-Encoding: chunked\r\n\r\n', 400, 'malformed_request');
+    await check('gzip transfer coding', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n',
+      501, 'transfer_encoding_not_supported');
+    await check('HTTP/2.0', 'GET /health HTTP/2.0\r\n\r\n', 505, 'http_version_not_supported');
+    // A kept-alive connection's second request is read by libmicrohttpd: the same 431, as JSON.
+    const keep = await rawExchange(server, ['GET /health HTTP/1.1\r\nHost: x\r\n\r\n' +
+      `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`]);
+    const answers = keep.bytes.toString('latin1').split(/(?=HTTP\/1\.1 )/);
+    assert.equal(answers.length, 2, `kept-alive: ${keep.bytes.toString('latin1').slice(0, 400)}`);
+    assertErrorObject(parseResponse(Buffer.from(answers[1], 'latin1')), 431, 'second request over the head limit');
+    // Expect: 100-continue (curl sends it for large bodies): the body follows the interim answer.
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const expect = await new Promise((resolve, reject) => {
+      const sock = net.connect(server.port, '127.0.0.1', () => sock.write('POST /v1/chat/completions HTTP/1.1\r\n' +
+        `Host: x\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n` +
+        'Expect: 100-continue\r\nConnection: close\r\n\r\n'));
+      let got = '';
+      sock.on('data', (d) => {
+        got += d.toString('latin1');
+        if (got.startsWith('HTTP/1.1 100') && got.includes('\r\n\r\n') && !sock.sentBody) {
+          sock.sentBody = true;
+          sock.write(body);
+        }
+      });
+      sock.on('close', () => resolve(got));
+      sock.on('error', reject);
+    });
+    assert.match(expect, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, expect.slice(0, 200));
+    // Still serving.
+    assert.equal((await fetch(`${server.base}/health`)).status, 200);
+  } finally {
+    await stopClean(server);
+  }
+}
+
 // ---- the body's media type ------------------------------------------------------------
 
 // A body must be declared application/json (any case, parameters allowed, a charset
@@ -133,7 +363,7 @@ async function groupContentType() {
 
 // The bearer scheme is case-insensitive. Without the key every path but /health
 // answers 401, known or not (an unknown path is 404 only with the key), in the
-// shape of the path's route.
+// shape of the path's route; errors of the HTTP layer itself come first.
 async function groupAuthRules() {
   const key = 'sekret-key-123';
   const server = await startServer(['--api-key', key]);
@@ -163,10 +393,13 @@ async function groupAuthRules() {
     assert.equal(anthropic.json?.error?.type, 'authentication_error', anthropic.text);
     assert.equal((await get('/health')).status, 200, '/health needs no key');
     assertErrorObject(await post(server, '/health', {}), 405, 'POST /health without a key');
+    // The HTTP layer's own errors do not wait for the key.
+    const garbage = await rawExchange(server, ['NOT HTTP\r\n\r\n']);
+    assertErrorObject(garbage, 400, 'garbage without a key');
   } finally {
     await stopClean(server);
   }
 }
 
-await runGroups('hardening_test.mjs', { waiting: groupWaiting, held_back: groupHeldBack, content_type: groupContentType,
-  auth_rules: groupAuthRules });
+await runGroups('hardening_test.mjs', { waiting: groupWaiting, held_back: groupHeldBack, slow_head: groupSlowHead,
+  slow_body: groupSlowBody, http_errors: groupHttpErrors, content_type: groupContentType, auth_rules: groupAuthRules });
