@@ -284,8 +284,10 @@ static gufo_status read_array(pyjson_reader *r, qwen_pyjson *out, int depth)
         qwen_pyjson item = {0};
         skip_space(r);
         gufo_status st = read_value(r, &item, depth + 1);
-        if (st != GUFO_OK)
+        if (st != GUFO_OK) {
+            qwen_pyjson_clear(&item); /* what the failed value had read so far */
             return st;
+        }
         if (!grow(&out->items, out->n, &cap)) {
             qwen_pyjson_clear(&item);
             return reader_no_memory(r);
@@ -416,6 +418,7 @@ static gufo_status read_object(pyjson_reader *r, qwen_pyjson *out, int depth)
         st = read_value(r, &item, depth + 1);
         if (st != GUFO_OK) {
             qwen_pyjson_clear(&key);
+            qwen_pyjson_clear(&item); /* what the failed value had read so far */
             return st;
         }
         size_t at = out->n <= PYJSON_LINEAR_KEYS ? find_key(out->keys, out->n, &key) : out->n;
