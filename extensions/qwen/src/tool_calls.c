@@ -172,6 +172,19 @@ static gufo_status put_scratch(void *ctx, const char *bytes, size_t len)
     return buf_append(ctx, bytes, len) ? GUFO_OK : GUFO_E_NO_MEMORY;
 }
 
+/* True when `v` holds a NaN, Infinity or -Infinity literal: json.loads reads
+ * them (so the model may write them), but they are not JSON, and the
+ * arguments go to clients that parse them as JSON. */
+static bool has_non_json_number(const qwen_pyjson *v)
+{
+    if (v->kind == QWEN_PYJSON_FLOAT)
+        return v->text[0] == 'N' || v->text[0] == 'I' || (v->text[0] == '-' && v->text[1] == 'I');
+    for (size_t i = 0; (v->kind == QWEN_PYJSON_ARRAY || v->kind == QWEN_PYJSON_OBJECT) && i < v->n; i++)
+        if (has_non_json_number(&v->items[i]))
+            return true;
+    return false;
+}
+
 /* Checks a call body and writes its arguments to p->scratch; NULL when it is
  * a good call, else what is wrong with it. */
 static const char *read_call(qwen_tool_parser *p, const qwen_pyjson *call, const qwen_pyjson **name)
@@ -195,9 +208,12 @@ static const char *read_call(qwen_tool_parser *p, const qwen_pyjson *call, const
     else if (arguments->kind == QWEN_PYJSON_OBJECT)
         st = qwen_pyjson_write(arguments, QWEN_PYJSON_COMPACT, put_scratch, &p->scratch);
     bool is_object = !arguments || arguments->kind == QWEN_PYJSON_OBJECT;
+    bool non_json = arguments && has_non_json_number(arguments);
     qwen_pyjson_clear(&from_string);
     if (!is_object)
         return "tool call \"arguments\" is not a JSON object";
+    if (non_json)
+        return "tool call \"arguments\" hold NaN or Infinity, which JSON cannot carry";
     if (st != GUFO_OK || !p->scratch.data)
         return "out of memory while reading the tool call";
     return NULL;

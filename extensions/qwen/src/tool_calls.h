@@ -16,7 +16,8 @@
  *     without whitespace between and after tool calls;
  *   - tool_call: each <tool_call>BODY</tool_call> whose BODY is a JSON object with
  *     a non-empty string "name" and an "arguments" object (or a string holding
- *     one; absent means {}); arguments are passed on as compact JSON text
+ *     one; absent means {}) without NaN or Infinity in it (json.loads reads them,
+ *     JSON cannot carry them); arguments are passed on as compact JSON text
  *     (separators "," and ":", strings and numbers as written); id is NULL;
  *   - malformed: a call whose body is not such an object, a call longer than
  *     QWEN_TOOL_CALL_MAX bytes, or one still open at finish; its raw text
