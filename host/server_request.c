@@ -7,18 +7,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Drops a UTF-8 character that truncation left incomplete at the end of `s`:
+ * the message and param reach the client inside JSON, which must be UTF-8. */
+static void drop_partial_utf8(char *s)
+{
+    size_t n = strlen(s), lead = n;
+    while (lead > 0 && n - lead < 3 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead == 0)
+        return;
+    unsigned char b = (unsigned char)s[lead - 1];
+    size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+    if (need > n - (lead - 1))
+        s[lead - 1] = '\0';
+}
+
 bool srv_fail(srv_api_error *e, unsigned status, const char *param, const char *fmt, ...)
 {
     e->status = status;
     e->param = NULL;
     if (param) {
         snprintf(e->param_buf, sizeof e->param_buf, "%s", param);
+        drop_partial_utf8(e->param_buf);
         e->param = e->param_buf;
     }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    drop_partial_utf8(e->message);
     return false;
 }
 
