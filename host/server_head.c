@@ -65,6 +65,15 @@ static int line_end(const unsigned char *b, size_t n, size_t pos)
     return b[pos + 1] == '\n' ? 2 : -1;
 }
 
+/* Whether a value may be quoted in an error message as it is (printable ASCII: the message travels in JSON). */
+static bool quotable(const unsigned char *value, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (value[i] < 0x20 || value[i] > 0x7e)
+            return false;
+    return true;
+}
+
 static bool name_is(const unsigned char *name, size_t len, const char *want)
 {
     return strlen(want) == len && strncasecmp((const char *)name, want, len) == 0;
@@ -88,7 +97,7 @@ static bool read_framing(srv_head *out, framing *f, const unsigned char *name, s
         for (size_t i = 0; i < value_len; i++) {
             if (value[i] < '0' || value[i] > '9')
                 return refuse_message(out, 400, "malformed_request", "Content-Length must be a number of bytes, not '%.*s'.",
-                                      (int)(value_len > 64 ? 64 : value_len), (const char *)value);
+                                      quotable(value, value_len) ? (int)value_len : 0, (const char *)value);
             v = v * 10u + (uint64_t)(value[i] - '0');
         }
         if (f->has_length && v != f->length)
@@ -103,7 +112,8 @@ static bool read_framing(srv_head *out, framing *f, const unsigned char *name, s
         if (!f->chunked)
             return refuse_message(out, 501, "transfer_encoding_not_supported",
                                   "Transfer-Encoding '%.*s' is not supported; send Content-Length or chunked.",
-                                  (int)(value_len > 64 ? 64 : value_len), (const char *)value);
+                                  quotable(value, value_len) && value_len <= 64 ? (int)value_len : 0,
+                                  (const char *)value);
     }
     return true;
 }

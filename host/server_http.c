@@ -488,6 +488,21 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
     return req;
 }
 
+/*
+ * What the client sent, fit to quote in an error message: printable ASCII
+ * kept, any other byte shown as '?', at most `cap` - 1 bytes. The message
+ * travels in JSON, which must be UTF-8, and a path (percent-decoded) or a
+ * header value may hold any byte.
+ */
+static const char *quotable(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; in && in[n] && n + 1 < cap; n++)
+        out[n] = in[n] >= 0x20 && in[n] < 0x7f ? in[n] : '?';
+    out[n] = '\0';
+    return out;
+}
+
 /* True when the request announces a body (a length above 0, or chunks). */
 static bool has_body(struct MHD_Connection *connection)
 {
@@ -529,10 +544,13 @@ static bool check_head(srv_http_request *req, const char *url, const char *metho
         return false;
     }
     if (!req->route) {
+        char m[40], u[256];
         if (path_known)
-            respond_error_as(req, shape, 405, "method_not_allowed", "%s is not allowed on %s", method, url);
+            respond_error_as(req, shape, 405, "method_not_allowed", "%s is not allowed on %s", quotable(method, m, sizeof m),
+                             quotable(url, u, sizeof u));
         else
-            respond_error_as(req, shape, 404, "unknown_url", "Unknown request URL: %s %s", method, url);
+            respond_error_as(req, shape, 404, "unknown_url", "Unknown request URL: %s %s", quotable(method, m, sizeof m),
+                             quotable(url, u, sizeof u));
         return false;
     }
     const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -547,9 +565,11 @@ static bool check_head(srv_http_request *req, const char *url, const char *metho
     const char *want = req->route->body_type ? req->route->body_type : "application/json";
     const char *type = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (!declares_type(type, want)) {
+        char t[72];
         srv_http_respond_route_error(req, 415, "unsupported_media_type",
-                                     "The request body must be sent as 'Content-Type: %s'; it was %s%.64s%s.", want,
-                                     type ? "'" : "sent without a Content-Type", type ? type : "", type ? "'" : "");
+                                     "The request body must be sent as 'Content-Type: %s'; it was %s%s%s.", want,
+                                     type ? "'" : "sent without a Content-Type", type ? quotable(type, t, sizeof t) : "",
+                                     type ? "'" : "");
         return false;
     }
     if (!srv_gate_watch_deadline(http->gate, req->watch, SRV_GATE_BODY, http->config.body_timeout_s * 1000u,
@@ -604,7 +624,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
     }
     req->route->handler(req->route->context ? req->route->context : http->config.app, req);
     if (!req->answered)
-        srv_http_respond_error(req, 500, NULL, NULL, "the handler for %s gave no answer", url);
+        srv_http_respond_error(req, 500, NULL, NULL, "the handler for %s gave no answer", req->route->path);
     return MHD_YES;
 }
 

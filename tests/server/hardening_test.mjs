@@ -114,7 +114,11 @@ function parseResponse(bytes) {
   const body = Buffer.from(text.slice(end + 4), 'latin1').subarray(0, length >= 0 ? length : undefined).toString('utf8');
   let json = null;
   try { json = JSON.parse(body); } catch { /* the caller checks */ }
-  return { status, headers, text: body, json };
+  // JSON is UTF-8: a strict decoder must take the body as it is.
+  const raw = Buffer.from(text.slice(end + 4), 'latin1').subarray(0, length >= 0 ? length : undefined);
+  let utf8 = true;
+  try { new TextDecoder('utf-8', { fatal: true }).decode(raw); } catch { utf8 = false; }
+  return { status, headers, text: body, json, utf8 };
 }
 
 // Opens a connection, writes `chunks` (strings or Buffers) `gapMs` apart, and resolves when the server
@@ -271,6 +275,7 @@ async function groupHttpErrors() {
         assertErrorObject(r, status, what);
         if (code) assert.equal(r.json.error.code, code, what);
       }
+      assert.ok(r.utf8, `${what}: the body is not UTF-8`);
       assert.ok(r.closed, `${what}: the connection stays open`);
     };
     const flood = Array.from({ length: 150 }, (_, i) => `X-Flood-${i}: ${'v'.repeat(20)}\r\n`).join('');
@@ -291,6 +296,17 @@ async function groupHttpErrors() {
     await check('gzip transfer coding', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n',
       501, 'transfer_encoding_not_supported');
     await check('HTTP/2.0', 'GET /health HTTP/2.0\r\n\r\n', 505, 'http_version_not_supported');
+    await check('a length of other bytes', Buffer.from('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: \xff\xfe\r\n\r\n',
+      'latin1'), 400, 'malformed_request');
+    // Errors quote what the client sent only as UTF-8: a path of other bytes (percent-decoded) and a header value.
+    const keyed = 'Host: x\r\nAuthorization: Bearer k\r\nConnection: close\r\n';
+    const unknown = await rawExchange(server, [`GET /v1/%FF%FE%C3 HTTP/1.1\r\n${keyed}\r\n`]);
+    assertErrorObject(unknown, 404, 'unknown path of other bytes');
+    assert.ok(unknown.utf8, `404 body is not UTF-8: ${unknown.bytes.toString('latin1')}`);
+    const typed = await rawExchange(server, [Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\n${keyed}` +
+      'Content-Type: text/\xe9t\xe9\r\nContent-Length: 2\r\n\r\n{}', 'latin1')]);
+    assertErrorObject(typed, 415, 'content type of other bytes');
+    assert.ok(typed.utf8, `415 body is not UTF-8: ${typed.bytes.toString('latin1')}`);
     // A kept-alive connection's second request is read by libmicrohttpd: the same 431, as JSON.
     const keep = await rawExchange(server, ['GET /health HTTP/1.1\r\nHost: x\r\n\r\n' +
       `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`]);
