@@ -4,9 +4,14 @@
 #   2. a warnings-as-errors build and the whole CTest suite
 #   3. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. short libFuzzer runs of every fuzz target over the committed seed corpora
+#   5. with GUFO_TSAN=1 only (not in CI): a ThreadSanitizer build (-DGUFO_SANITIZE=thread,
+#      build/ci-tsan) and the server tests under it (ctest -L server), where the threads are:
+#      HTTP connections, the connection gate, the scheduler, the model's thread pool
 # Each stage prints how long it took. Build trees go under build/ (ignored).
 # Environment: GUFO_JOBS (parallel jobs, default nproc), GUFO_FUZZ_SECONDS
-# (per target, default 60), GUFO_SKIP_ASAN=1 / GUFO_SKIP_FUZZ=1 for quick local runs.
+# (per target, default 60), GUFO_SKIP_ASAN=1 / GUFO_SKIP_FUZZ=1 for quick local runs,
+# GUFO_TSAN=1 for stage 5 (TSAN_OPTIONS is passed on; a race makes the server exit 66
+# and its test fail with the report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -45,6 +50,14 @@ fuzz() {
     "$python" tests/fuzz/run_fuzzers.py --build "$dir" --seconds "$fuzz_seconds"
 }
 
+tsan() {
+    local dir=build/ci-tsan
+    cmake -S "$root" -B "$dir" -G Ninja -DGUFO_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DGUFO_SANITIZE=thread
+    cmake --build "$dir" -j "$jobs"
+    TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" \
+        ctest --test-dir "$dir" -L server --output-on-failure --timeout 900  # one at a time: instrumented models are slow
+}
+
 stage "ledger + boundaries" ledger
 stage "build + tests" build_and_test build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "${GUFO_SKIP_ASAN:-0}" != 1 ]; then
@@ -53,6 +66,9 @@ if [ "${GUFO_SKIP_ASAN:-0}" != 1 ]; then
 fi
 if [ "${GUFO_SKIP_FUZZ:-0}" != 1 ]; then
     stage "fuzz (${fuzz_seconds}s/target)" fuzz
+fi
+if [ "${GUFO_TSAN:-0}" = 1 ]; then
+    stage "tsan build + server tests" tsan
 fi
 
 echo "=== timings"
