@@ -755,8 +755,10 @@ def render(headers):
     out.extend([
         "## Experimental headers",
         "",
-        "`gufo/ext/experimental/` holds shared GPU building blocks: the CUDA/HIP portability",
-        "header for kernel files, graph capture, quantized matrix products and weight upload.",
+        "`gufo/ext/experimental/` holds shared building blocks: the CUDA/HIP portability",
+        "header for kernel files, graph capture, quantized matrix products, weight upload, and",
+        "the CPU side: the host's thread pool and the fast CPU kernels (quantized products,",
+        "attention) chosen at run time by what the CPU offers.",
         "They are part of the public interface, so an extension may use them, but they carry no",
         "compatibility promise: any revision may change or remove them (changes still get a",
         "record in `changes/`). `gufo/ext/api.h` does not include them; including one is a",

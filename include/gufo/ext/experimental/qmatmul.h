@@ -4,7 +4,8 @@
  *
  * Weights stay in their GGUF block format (one row = `cols` elements of
  * `type`, rows contiguous); activations are float32. These are the CPU
- * reference implementations; they are what GPU kernels are tested against.
+ * reference implementations; they are what GPU kernels and the fast CPU
+ * kernels (experimental/cpu_kernels.h, since 0.1.14) are tested against.
  *
  * Since 0.1.1.
  */

@@ -1,0 +1,244 @@
+/* runtime/cpu_attention.c — causal softmax attention of one key/value head
+ * (experimental/cpu_kernels.h), in portable C, AVX2 and AVX-512.
+ *
+ * The order of every floating-point operation is fixed by the portable
+ * version, and the vector versions reproduce it:
+ *   score_j  = tree16(lane l: fma chain over d = l, l + 16, ... of q[d] k_j[d]) * scale
+ *              (a missing d past dk counts as fma(0, 0, acc))
+ *              tree16(x) = (c0 + c1) + (c2 + c3),  c_q = (x[4q] + x[4q+2]) + (x[4q+1] + x[4q+3])
+ *   e_j      = expf(score_j - max_j score_j),  sum = double sum of e_j in order
+ *   out[d]   = fma chain over j in order of (e_j * (float)(1 / sum)) * v_j[d]
+ * The tree is what a 16-lane transposing reduction computes for each of 16
+ * keys at once (AVX-512); the AVX2 version sums each key's two 8-lane halves
+ * in the same order. So a query's result does not depend on the instruction
+ * set, on blocking, or on the other rows of the call.
+ */
+#include "cpu_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HAVE_X86_PATH 1
+#include <immintrin.h>
+#endif
+
+GUFO_EXT_API size_t gufo_x_cpu_attention_scratch_floats(uint32_t group, uint32_t max_keys)
+{
+    return (size_t)group * (((size_t)max_keys + 15) / 16 * 16);
+}
+
+/* ---- portable --------------------------------------------------------------------------- */
+
+static float tree16(const float x[16])
+{
+    float c[4];
+    for (int q = 0; q < 4; q++)
+        c[q] = (x[4 * q] + x[4 * q + 2]) + (x[4 * q + 1] + x[4 * q + 3]);
+    return (c[0] + c[1]) + (c[2] + c[3]);
+}
+
+static void scores_generic(const float *q, const float *k, size_t k_stride, uint32_t n_keys, uint32_t dk, float scale,
+                           float *s)
+{
+    for (uint32_t j = 0; j < n_keys; j++) {
+        const float *kj = k + (size_t)j * k_stride;
+        float lane[16] = {0};
+        for (uint32_t d0 = 0; d0 < dk; d0 += 16)
+            for (uint32_t l = 0; l < 16; l++) {
+                const uint32_t d = d0 + l;
+                lane[l] = d < dk ? fmaf(q[d], kj[d], lane[l]) : fmaf(0.0f, 0.0f, lane[l]);
+            }
+        s[j] = tree16(lane) * scale;
+    }
+}
+
+static void weighted_sum_generic(const float *p, const float *v, size_t v_stride, uint32_t n_keys, uint32_t dv,
+                                 float *out)
+{
+    for (uint32_t d = 0; d < dv; d++) {
+        float acc = 0.0f;
+        for (uint32_t j = 0; j < n_keys; j++)
+            acc = fmaf(p[j], v[(size_t)j * v_stride + d], acc);
+        out[d] = acc;
+    }
+}
+
+/* Scores -> probabilities in place (the shared softmax: scalar, fixed order). */
+static void softmax(float *s, uint32_t n)
+{
+    float max = -INFINITY;
+    for (uint32_t j = 0; j < n; j++)
+        max = s[j] > max ? s[j] : max;
+    double sum = 0.0;
+    for (uint32_t j = 0; j < n; j++) {
+        s[j] = expf(s[j] - max);
+        sum += s[j];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (uint32_t j = 0; j < n; j++)
+        s[j] *= inv;
+}
+
+#ifdef HAVE_X86_PATH
+/* ---- AVX2 -------------------------------------------------------------------------------------- */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
+/* (x[4q] + x[4q+2]) + (x[4q+1] + x[4q+3]) of a 4-lane group, in lane 0. */
+static inline __m128 group4_avx2(__m128 x)
+{
+    const __m128 t = _mm_add_ps(x, _mm_movehl_ps(x, x)); /* x0+x2, x1+x3 */
+    return _mm_add_ss(t, _mm_movehdup_ps(t));
+}
+
+static void scores_avx2(const float *q, const float *k, size_t k_stride, uint32_t n_keys, uint32_t dk, float scale,
+                        float *s)
+{
+    for (uint32_t j = 0; j < n_keys; j++) {
+        const float *kj = k + (size_t)j * k_stride;
+        __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+        for (uint32_t d = 0; d < dk; d += 16) {
+            lo = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(kj + d), lo);
+            hi = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), _mm256_loadu_ps(kj + d + 8), hi);
+        }
+        const __m128 c0 = group4_avx2(_mm256_castps256_ps128(lo)), c1 = group4_avx2(_mm256_extractf128_ps(lo, 1));
+        const __m128 c2 = group4_avx2(_mm256_castps256_ps128(hi)), c3 = group4_avx2(_mm256_extractf128_ps(hi, 1));
+        s[j] = _mm_cvtss_f32(_mm_add_ss(_mm_add_ss(c0, c1), _mm_add_ss(c2, c3))) * scale;
+    }
+}
+
+static void weighted_sum_avx2(const float *p, const float *v, size_t v_stride, uint32_t n_keys, uint32_t dv,
+                              float *out)
+{
+    uint32_t d = 0;
+    for (; d + 32 <= dv; d += 32) {
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (uint32_t j = 0; j < n_keys; j++) {
+            const __m256 pj = _mm256_set1_ps(p[j]);
+            const float *vj = v + (size_t)j * v_stride + d;
+            for (int m = 0; m < 4; m++)
+                acc[m] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * m), acc[m]);
+        }
+        for (int m = 0; m < 4; m++)
+            _mm256_storeu_ps(out + d + 8 * m, acc[m]);
+    }
+    for (; d + 8 <= dv; d += 8) {
+        __m256 acc = _mm256_setzero_ps();
+        for (uint32_t j = 0; j < n_keys; j++)
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(v + (size_t)j * v_stride + d), acc);
+        _mm256_storeu_ps(out + d, acc);
+    }
+    if (d < dv)
+        weighted_sum_generic(p, v + d, v_stride, n_keys, dv - d, out + d);
+}
+#pragma GCC pop_options
+
+/* ---- AVX-512 ------------------------------------------------------------------------------------- */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,avx512f,avx512dq,avx512vl")
+
+/* 16 keys' 16-lane partial sums -> their 16 totals by tree16, key t in lane t
+ * (the transposing reduction: unpacks and 128-bit shuffles, 44 adds and moves). */
+static inline __m512 reduce16_ps(const __m512 p[16])
+{
+    __m512 t[8], u[4];
+    for (int i = 0; i < 8; i++)
+        t[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]), _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
+    for (int j = 0; j < 4; j++) {
+        const __m512d a = _mm512_castps_pd(t[2 * j]), b = _mm512_castps_pd(t[2 * j + 1]);
+        u[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    }
+    const __m512 v0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+    const __m512 v1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));
+}
+
+static void scores_avx512(const float *q, const float *k, size_t k_stride, uint32_t n_keys, uint32_t dk, float scale,
+                          float *s)
+{
+    const uint32_t chunks = (dk + 15) / 16;
+    const __mmask16 tail = (__mmask16)(dk % 16 ? (1u << (dk % 16)) - 1 : 0xffffu);
+    __m512 qv[16]; /* dk <= 256 (checked by the caller) */
+    for (uint32_t m = 0; m < chunks; m++)
+        qv[m] = _mm512_maskz_loadu_ps(m + 1 < chunks ? (__mmask16)0xffff : tail, q + 16 * m);
+    const __m512 vscale = _mm512_set1_ps(scale);
+    for (uint32_t j0 = 0; j0 < n_keys; j0 += 16) {
+        __m512 p[16];
+        for (uint32_t t = 0; t < 16; t++) {
+            /* Keys past n_keys (up to the block of 16) repeat the last one:
+             * their scores land in the padding of `s` and are not used. */
+            const uint32_t j = j0 + t < n_keys ? j0 + t : n_keys - 1;
+            const float *kj = k + (size_t)j * k_stride;
+            __m512 acc = _mm512_setzero_ps();
+            for (uint32_t m = 0; m < chunks; m++)
+                acc = _mm512_fmadd_ps(qv[m], _mm512_maskz_loadu_ps(m + 1 < chunks ? (__mmask16)0xffff : tail, kj + 16 * m),
+                                      acc);
+            p[t] = acc;
+        }
+        _mm512_store_ps(s + j0, _mm512_mul_ps(reduce16_ps(p), vscale));
+    }
+}
+
+static void weighted_sum_avx512(const float *p, const float *v, size_t v_stride, uint32_t n_keys, uint32_t dv,
+                                float *out)
+{
+    uint32_t d = 0;
+    for (; d + 64 <= dv; d += 64) {
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (uint32_t j = 0; j < n_keys; j++) {
+            const __m512 pj = _mm512_set1_ps(p[j]);
+            const float *vj = v + (size_t)j * v_stride + d;
+            for (int m = 0; m < 4; m++)
+                acc[m] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * m), acc[m]);
+        }
+        for (int m = 0; m < 4; m++)
+            _mm512_storeu_ps(out + d + 16 * m, acc[m]);
+    }
+    for (; d < dv; d += 16) {
+        const __mmask16 mask = (__mmask16)(dv - d >= 16 ? 0xffffu : (1u << (dv - d)) - 1);
+        __m512 acc = _mm512_setzero_ps();
+        for (uint32_t j = 0; j < n_keys; j++)
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(mask, v + (size_t)j * v_stride + d), acc);
+        _mm512_mask_storeu_ps(out + d, mask, acc);
+    }
+}
+#pragma GCC pop_options
+#endif /* HAVE_X86_PATH */
+
+/* ---- entry ------------------------------------------------------------------------------------------ */
+
+GUFO_EXT_API gufo_status gufo_x_cpu_attention(const gufo_x_cpu_attention_args *a, float *scratch)
+{
+    if (!a || !scratch || !a->q || !a->k || !a->v || !a->n_keys || !a->out || a->group == 0 || a->dk == 0 ||
+        a->dv == 0)
+        return GUFO_E_INVALID_ARGUMENT;
+    for (uint32_t r = 0; r < a->n_rows; r++)
+        if (a->n_keys[r] == 0)
+            return GUFO_E_INVALID_ARGUMENT;
+    const gufo_x_cpu_isa isa = gufo_x_cpu_isa_active();
+    void (*scores)(const float *, const float *, size_t, uint32_t, uint32_t, float, float *) = scores_generic;
+    void (*weighted_sum)(const float *, const float *, size_t, uint32_t, uint32_t, float *) = weighted_sum_generic;
+#ifdef HAVE_X86_PATH
+    if (isa >= GUFO_X_CPU_ISA_AVX512_VNNI && a->dk <= 256) {
+        scores = scores_avx512;
+        weighted_sum = weighted_sum_avx512;
+    } else if (isa >= GUFO_X_CPU_ISA_AVX2 && a->dk % 16 == 0) {
+        scores = scores_avx2;
+        weighted_sum = weighted_sum_avx2;
+    }
+#else
+    (void)isa;
+#endif
+    for (uint32_t r = 0; r < a->n_rows; r++) {
+        const uint32_t n = a->n_keys[r];
+        const size_t padded = ((size_t)n + 15) / 16 * 16;
+        for (uint32_t g = 0; g < a->group; g++) {
+            float *s = scratch + g * padded;
+            scores(a->q + r * a->q_row_stride + (size_t)g * a->dk, a->k, a->k_stride, n, a->dk, a->scale, s);
+            softmax(s, n);
+            weighted_sum(s, a->v, a->v_stride, n, a->dv, a->out + r * a->out_row_stride + (size_t)g * a->dv);
+        }
+    }
+    return GUFO_OK;
+}

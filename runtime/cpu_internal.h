@@ -1,0 +1,92 @@
+/* runtime/cpu_internal.h — what the CPU kernel files share (not part of the API).
+ *
+ * The pieces of experimental/cpu_kernels.h:
+ *   cpu_isa.c        which family runs (CPUID, XCR0, the AMX permission, the cap)
+ *   cpu_q8_generic.c the int8-activation numerics in portable C: the definition
+ *                    every other family reproduces bit for bit
+ *   cpu_q8_x86.c     the same products in AVX2 / AVX-VNNI / AVX-512 VNNI (256-bit)
+ *   cpu_q8_avx512.c  512-bit decode kernels for Q8_0, Q4_K and Q6_K
+ *   cpu_q8_amx.c     prefill tiles on AMX
+ *   cpu_exact.c      float32 activations: row decoders and FMA dot products
+ *   cpu_matmul.c     the public entry: scratch layout, threads, dispatch
+ */
+#ifndef GUFO_RUNTIME_CPU_INTERNAL_H
+#define GUFO_RUNTIME_CPU_INTERNAL_H
+
+#include <gufo/ext/experimental/cpu_kernels.h>
+
+/* ---- int8 activations ------------------------------------------------------
+ *
+ * One vector of `cols` floats becomes, at `base` (64-byte aligned):
+ *   q   int8[cols]           x / d rounded to nearest (ties to even), |q| <= 127
+ *   d   float[cols / block]  the block's largest |x| / 127 (0 for an all-zero block)
+ *   s16 int16[cols / 16]     sums of q over each 16 consecutive values
+ * `block` is 32 for Q8_0 and Q4_0 weights, 256 for the K-quants (their
+ * sub-block scales are integers, so one activation scale per 256 lets a whole
+ * super-block be summed in integers). Each part starts on a 64-byte line. */
+typedef struct gufo_cpu_acts {
+    const int8_t *q;
+    const float *d;
+    const int16_t *s16;
+} gufo_cpu_acts;
+
+/** Bytes of one quantized vector of `cols` values (either block size). */
+size_t gufo_cpu_acts_bytes(uint64_t cols);
+
+/** The parts of the quantized vector at `base`. */
+gufo_cpu_acts gufo_cpu_acts_at(const void *base, uint64_t cols);
+
+/** 32 or 256: the activation block a weight type multiplies with; 0 if the Q8 path lacks it. */
+uint32_t gufo_cpu_q8_block(gufo_tensor_type type);
+
+/* ---- kernel signatures -------------------------------------------------------- */
+
+/** Quantizes one vector (cols a multiple of `block`) into `out` (gufo_cpu_acts_bytes). */
+typedef void (*gufo_cpu_quantize_fn)(const float *x, uint64_t cols, uint32_t block, void *out);
+
+/**
+ * y[v * y_stride + r] = product of weight row r (at w + r * row_bytes) with
+ * quantized vector v (at acts + v * act_stride), for r < n_rows, v < n_vec.
+ * `buf` is the calling thread's GUFO_CPU_THREAD_BUF(cols) bytes (64-aligned).
+ */
+typedef void (*gufo_cpu_q8_rows_fn)(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols,
+                                    const uint8_t *acts, size_t act_stride, size_t n_vec, float *y, size_t y_stride,
+                                    void *buf);
+
+/** Rows of a product that one task takes: a multiple of every kernel's row group. */
+#define GUFO_CPU_TILE_ROWS 16u
+
+/** Per-thread buffer: a tile of 16 rows decoded to float (exact path) or to int8 (tiles). */
+#define GUFO_CPU_THREAD_BUF(cols) ((size_t)GUFO_CPU_TILE_ROWS * (size_t)(cols) * sizeof(float) + 16384u)
+
+/* The definition (cpu_q8_generic.c). */
+void gufo_cpu_quantize_generic(const float *x, uint64_t cols, uint32_t block, void *out);
+gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_generic(gufo_tensor_type type);
+
+/* x86 families (cpu_q8_x86.c): NULL where the type has no such kernel or the
+ * build has no x86 code; the caller falls back to the generic one. */
+gufo_cpu_quantize_fn gufo_cpu_quantize_x86(gufo_x_cpu_isa isa);
+gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_x86(gufo_x_cpu_isa isa, gufo_tensor_type type);
+
+/* The AVX-512 family's 256-bit kernels (cpu_q8_x86.c), which the 512-bit ones
+ * (cpu_q8_avx512.c; NULL for a type without one) hand rows short of 16 to. */
+gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_avx512_ymm(gufo_tensor_type type);
+gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_avx512_zmm(gufo_tensor_type type);
+
+/* AMX tiles (cpu_q8_amx.c): for n_vec >= GUFO_CPU_AMX_MIN_VECTORS, else NULL. */
+#define GUFO_CPU_AMX_MIN_VECTORS 16u
+gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_amx(gufo_tensor_type type);
+
+/** Whether the CPU has the VEX-encoded AVX-VNNI (not implied by AVX-512 VNNI). */
+bool gufo_cpu_has_avx_vnni(void);
+
+/* ---- float32 activations (cpu_exact.c) ------------------------------------------ */
+
+/**
+ * The exact path over a tile: y[v * y_stride + r] = dot(row r decoded to
+ * float, x + v * cols) for r < n_rows, v < n_vec; F32 rows are read in place.
+ */
+gufo_status gufo_cpu_exact_rows(gufo_tensor_type type, const uint8_t *w, size_t row_bytes, size_t n_rows,
+                                size_t cols, const float *x, size_t n_vec, float *y, size_t y_stride, float *buf);
+
+#endif /* GUFO_RUNTIME_CPU_INTERNAL_H */

@@ -1,0 +1,160 @@
+/* runtime/cpu_matmul.c — gufo_x_cpu_matmul(): scratch, threads and kernel choice.
+ *
+ * One call is at most two parallel sections: the activations are rounded to
+ * int8 (only when a matrix takes the Q8 path, and on the calling thread alone
+ * when there is little to round: a decode step), then the weight rows are
+ * split in tiles of GUFO_CPU_TILE_ROWS over the threads, every matrix of the
+ * call in the same section. A tile is read from memory once and applied to
+ * every vector, so a prefill chunk or a batch of sessions streams the
+ * weights once. Each output is computed by one kernel call in one fixed
+ * order, so results do not depend on the thread count.
+ *
+ * Scratch (gufo_x_cpu_matmul_scratch_bytes):
+ *   [int8 activations, 32-blocks][int8 activations, 256-blocks][thread 0 buffer]...[thread T-1 buffer]
+ */
+#include "cpu_internal.h"
+
+#include <stdatomic.h>
+
+static size_t align64(size_t n)
+{
+    return (n + 63) & ~(size_t)63;
+}
+
+static bool is_float_type(gufo_tensor_type type)
+{
+    return type == GUFO_TENSOR_F32 || type == GUFO_TENSOR_F16 || type == GUFO_TENSOR_BF16;
+}
+
+GUFO_EXT_API bool gufo_x_cpu_matmul_supports(gufo_tensor_type type, gufo_x_cpu_numerics numerics)
+{
+    if (numerics != GUFO_X_CPU_Q8 && numerics != GUFO_X_CPU_EXACT)
+        return false;
+    return is_float_type(type) || gufo_cpu_q8_block(type) != 0;
+}
+
+static size_t acts_region(uint64_t cols, uint64_t n_vectors)
+{
+    return align64((size_t)n_vectors * gufo_cpu_acts_bytes(cols));
+}
+
+GUFO_EXT_API size_t gufo_x_cpu_matmul_scratch_bytes(uint64_t max_cols, uint64_t max_vectors, uint32_t n_threads)
+{
+    if (n_threads == 0)
+        n_threads = 1;
+    return 2 * acts_region(max_cols, max_vectors) + (size_t)n_threads * align64(GUFO_CPU_THREAD_BUF(max_cols));
+}
+
+/* ---- kernel choice ------------------------------------------------------------ */
+
+static gufo_cpu_quantize_fn pick_quantize(gufo_x_cpu_isa isa)
+{
+    gufo_cpu_quantize_fn fn = gufo_cpu_quantize_x86(isa);
+    return fn ? fn : gufo_cpu_quantize_generic;
+}
+
+static gufo_cpu_q8_rows_fn pick_rows(gufo_x_cpu_isa isa, gufo_tensor_type type, uint64_t n_vectors)
+{
+    gufo_cpu_q8_rows_fn fn = NULL;
+    if (isa >= GUFO_X_CPU_ISA_AMX && n_vectors >= GUFO_CPU_AMX_MIN_VECTORS)
+        fn = gufo_cpu_q8_rows_amx(type);
+    if (!fn)
+        fn = gufo_cpu_q8_rows_x86(isa, type);
+    return fn ? fn : gufo_cpu_q8_rows_generic(type);
+}
+
+/* ---- the parallel sections ---------------------------------------------------------- */
+
+typedef struct matmul_job {
+    const gufo_x_cpu_matrix *const *w;
+    float *const *y;
+    size_t n_w;
+    size_t first_task[GUFO_X_CPU_MATMUL_MAX + 1]; /* tile ranges of each matrix */
+    gufo_cpu_q8_rows_fn rows[GUFO_X_CPU_MATMUL_MAX]; /* NULL: the exact path */
+    const float *x;
+    uint64_t cols, n;
+    uint8_t *acts[2];   /* 32-blocks, 256-blocks */
+    size_t act_stride;
+    uint8_t *buffers;   /* per thread */
+    size_t buffer_bytes;
+    gufo_cpu_quantize_fn quantize;
+    bool need_block[2];
+    atomic_int status;
+} matmul_job;
+
+static void quantize_task(void *ctx, size_t v, uint32_t thread)
+{
+    (void)thread;
+    matmul_job *job = ctx;
+    for (int k = 0; k < 2; k++)
+        if (job->need_block[k])
+            job->quantize(job->x + v * job->cols, job->cols, k ? 256 : 32, job->acts[k] + v * job->act_stride);
+}
+
+static void product_task(void *ctx, size_t task, uint32_t thread)
+{
+    matmul_job *job = ctx;
+    size_t m = 0;
+    while (task >= job->first_task[m + 1])
+        m++;
+    const gufo_x_cpu_matrix *w = job->w[m];
+    const size_t rows = (size_t)w->rows, cols = (size_t)job->cols;
+    const size_t r0 = (task - job->first_task[m]) * GUFO_CPU_TILE_ROWS;
+    const size_t nr = rows - r0 < GUFO_CPU_TILE_ROWS ? rows - r0 : GUFO_CPU_TILE_ROWS;
+    const uint8_t *src = (const uint8_t *)w->data + r0 * w->row_bytes;
+    void *buf = job->buffers + (size_t)thread * job->buffer_bytes;
+    float *y = job->y[m] + r0;
+    if (job->rows[m]) {
+        const uint8_t *acts = job->acts[gufo_cpu_q8_block(w->type) == 256];
+        job->rows[m](src, (size_t)w->row_bytes, nr, cols, acts, job->act_stride, (size_t)job->n, y, rows, buf);
+        return;
+    }
+    gufo_status st = gufo_cpu_exact_rows(w->type, src, (size_t)w->row_bytes, nr, cols, job->x, (size_t)job->n, y,
+                                         rows, buf);
+    if (st != GUFO_OK)
+        atomic_store(&job->status, (int)st);
+}
+
+GUFO_EXT_API gufo_status gufo_x_cpu_matmul(gufo_x_pool *pool, const gufo_x_cpu_matrix *const *w, size_t n_w,
+                                           const float *x, uint64_t n_vectors, float *const *y,
+                                           gufo_x_cpu_numerics numerics, void *scratch, size_t scratch_bytes)
+{
+    if (!w || !x || !y || !scratch || n_w == 0 || n_w > GUFO_X_CPU_MATMUL_MAX || n_vectors == 0 ||
+        ((uintptr_t)scratch & 63) != 0)
+        return GUFO_E_INVALID_ARGUMENT;
+    const uint64_t cols = w[0] ? w[0]->cols : 0;
+    const uint32_t threads = gufo_x_pool_threads(pool);
+    if (scratch_bytes < gufo_x_cpu_matmul_scratch_bytes(cols, n_vectors, threads))
+        return GUFO_E_INVALID_ARGUMENT;
+    const gufo_x_cpu_isa isa = gufo_x_cpu_isa_active();
+    matmul_job job = {.w = w, .y = y, .n_w = n_w, .x = x, .cols = cols, .n = n_vectors};
+    atomic_init(&job.status, GUFO_OK);
+    uint64_t work = 0;
+    for (size_t i = 0; i < n_w; i++) {
+        if (!w[i] || !w[i]->data || !y[i] || w[i]->cols != cols || cols == 0 ||
+            w[i]->row_bytes != gufo_tensor_row_size(w[i]->type, cols))
+            return GUFO_E_INVALID_ARGUMENT;
+        if (!gufo_x_cpu_matmul_supports(w[i]->type, numerics))
+            return GUFO_E_UNSUPPORTED;
+        const uint32_t block = gufo_cpu_q8_block(w[i]->type);
+        if (numerics == GUFO_X_CPU_Q8 && block) {
+            job.rows[i] = pick_rows(isa, w[i]->type, n_vectors);
+            job.need_block[block == 256] = true;
+        }
+        job.first_task[i + 1] =
+            job.first_task[i] + (size_t)((w[i]->rows + GUFO_CPU_TILE_ROWS - 1) / GUFO_CPU_TILE_ROWS);
+        work += w[i]->rows * cols * n_vectors;
+    }
+    const size_t region = acts_region(cols, n_vectors);
+    job.act_stride = gufo_cpu_acts_bytes(cols);
+    job.acts[0] = scratch;
+    job.acts[1] = (uint8_t *)scratch + region;
+    job.buffers = (uint8_t *)scratch + 2 * region;
+    job.buffer_bytes = align64(GUFO_CPU_THREAD_BUF(cols));
+    if (job.need_block[0] || job.need_block[1]) {
+        job.quantize = pick_quantize(isa);
+        gufo_x_pool_run_work(pool, quantize_task, &job, (size_t)n_vectors, n_vectors * cols * 4);
+    }
+    gufo_x_pool_run_work(pool, product_task, &job, job.first_task[n_w], work);
+    return (gufo_status)atomic_load(&job.status);
+}
