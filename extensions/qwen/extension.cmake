@@ -23,9 +23,6 @@ set(qwen_model_sources
     src/provider_cpu.c
     src/hparams.c
     src/weights.c
-    src/threadpool.c
-    src/kernels.c
-    src/matmul.c
     src/kv_cache.c
     src/forward_cpu.c
     src/session.c

@@ -4,8 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "matmul.h"
+#include <gufo_manifest_qwen.h>
 
 /* ---- scratch ------------------------------------------------------------ */
 
@@ -27,7 +26,10 @@ gufo_status qwen_engine_init(qwen_engine *e, const qwen_hparams *hp, const qwen_
     /* Widest input of any matrix: hidden, FFN or attention output. */
     uint64_t widest = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
     widest = widest > att_width ? widest : att_width;
-    const uint64_t tile_floats = (QWEN_TILE_ROWS * widest + 15) / 16 * 16;
+    const uint32_t threads = qwen_pool_threads(pool);
+    const uint32_t group = hp->n_head / hp->n_head_kv;
+    const uint64_t attention_floats = gufo_x_cpu_attention_scratch_floats(group, max_positions);
+    const uint64_t matmul_floats = (gufo_x_cpu_matmul_scratch_bytes(widest, rows, threads) + 63) / 64 * 16;
     /* Each buffer starts on a 64-byte line so threads writing neighbouring
      * buffers never share one. */
     const uint64_t sizes[] = {
@@ -37,12 +39,14 @@ gufo_status qwen_engine_init(qwen_engine *e, const qwen_hparams *hp, const qwen_
         rows * hp->n_ff, rows * hp->n_ff,                    /* gate, up */
         (uint64_t)max_out * hp->n_embd,                      /* normed */
         (uint64_t)max_out * hp->n_vocab,                     /* logits */
-        (uint64_t)qwen_pool_threads(pool) * max_positions,   /* scores */
-        (uint64_t)qwen_pool_threads(pool) * tile_floats,     /* tiles */
+        (uint64_t)threads * attention_floats,                /* scores */
+        rows,                                                /* n_keys */
+        matmul_floats,                                       /* matmul_scratch */
     };
-    float **slots[] = {&e->inv_freq, &e->x,      &e->h,      &e->q,      &e->k,           &e->v,
+    float *matmul_scratch = NULL, *n_keys = NULL;
+    float **slots[] = {&e->inv_freq, &e->x,      &e->h,      &e->q,      &e->k,      &e->v,
                        &e->att,      &e->gate,   &e->up,     &e->normed, &e->logits, &e->scores,
-                       &e->tiles.tiles};
+                       &n_keys,      &matmul_scratch};
     uint64_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += (sizes[i] + 15) / 16 * 16;
@@ -53,12 +57,16 @@ gufo_status qwen_engine_init(qwen_engine *e, const qwen_hparams *hp, const qwen_
                                        &e->block, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen scratch for %u rows", max_rows);
-    e->tiles.per_thread = (size_t)tile_floats;
     float *cursor = e->block;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *slots[i] = cursor;
         cursor += (sizes[i] + 15) / 16 * 16;
     }
+    e->n_keys = (uint32_t *)(void *)n_keys;
+    e->scores_per_thread = (size_t)attention_floats;
+    e->matmul_scratch = matmul_scratch;
+    e->matmul_scratch_bytes = (size_t)(matmul_floats * sizeof(float));
+    e->numerics = GUFO_X_CPU_Q8;
     /* transformers computes base ** (2i / d) in float32 and inverts it;
      * doing the same keeps the angles on the reference's rounding. */
     for (uint32_t i = 0; i < hp->head_dim_k / 2; i++)
@@ -70,6 +78,26 @@ void qwen_engine_release(gufo_memory *memory, qwen_engine *e)
 {
     gufo_memory_free(memory, e->block);
     memset(e, 0, sizeof *e);
+}
+
+gufo_status qwen_engine_choose_numerics(qwen_engine *e, const gufo_options *options, gufo_error *err)
+{
+    const char *value = GUFO_MANIFEST_QWEN_OPTION_QWEN_CPU_MATMUL_DEFAULT;
+    if (options)
+        (void)gufo_options_get_string(options, GUFO_MANIFEST_QWEN_OPTION_QWEN_CPU_MATMUL_NAME, &value);
+    if (strcmp(value, "q8") == 0)
+        e->numerics = GUFO_X_CPU_Q8;
+    else if (strcmp(value, "fp32") == 0)
+        e->numerics = GUFO_X_CPU_EXACT;
+    else
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "option --%s: '%s' is neither q8 nor fp32",
+                              GUFO_MANIFEST_QWEN_OPTION_QWEN_CPU_MATMUL_NAME, value);
+    return GUFO_OK;
+}
+
+const char *qwen_engine_numerics_name(const qwen_engine *e)
+{
+    return e->numerics == GUFO_X_CPU_EXACT ? "fp32" : "q8";
 }
 
 /* ---- element-wise pieces ------------------------------------------------ */
@@ -104,6 +132,7 @@ static void rope(float *v, uint32_t d, uint32_t pos, const float *inv_freq)
 typedef struct layer_job {
     qwen_engine *e;
     const qwen_row *rows;
+    size_t n_rows;
     uint32_t layer;
 } layer_job;
 
@@ -132,44 +161,57 @@ static void qk_task(void *ctx, size_t r, uint32_t thread)
     memcpy(vcache, e->v + r * (size_t)vw, (size_t)vw * sizeof(float));
 }
 
-/* One (row, head): causal softmax attention over the row's history. */
+/* Rows per attention task: a prefill chunk is cut in blocks of this many
+ * rows so both threads get work; a block's rows that share a history (all of
+ * them in prefill, none in a decode batch) go to the kernel in one call. */
+#define ATTENTION_ROWS 8u
+
+/* One block of rows and one KV head: causal softmax attention over each
+ * row's history (the runtime kernel: identical bits however rows are grouped). */
 static void attention_task(void *ctx, size_t task, uint32_t thread)
 {
     const layer_job *job = ctx;
     const qwen_engine *e = job->e;
     const qwen_hparams *hp = e->hp;
-    const size_t r = task / hp->n_head;
-    const uint32_t h = (uint32_t)(task % hp->n_head);
-    const uint32_t kvh = h / (hp->n_head / hp->n_head_kv);
+    const uint32_t kvh = (uint32_t)(task % hp->n_head_kv), group = hp->n_head / hp->n_head_kv;
+    const size_t first = task / hp->n_head_kv * ATTENTION_ROWS;
+    const size_t last = first + ATTENTION_ROWS < job->n_rows ? first + ATTENTION_ROWS : job->n_rows;
     const uint32_t dk = hp->head_dim_k, dv = hp->head_dim_v;
-    const uint32_t kw = hp->n_head_kv * dk, vw = hp->n_head_kv * dv;
-    const qwen_row *row = &job->rows[r];
-    const float *q = e->q + (r * hp->n_head + h) * (size_t)dk;
-    const float *keys = qwen_kv_keys(row->kv, job->layer) + (size_t)kvh * dk;
-    const float *values = qwen_kv_values(row->kv, job->layer) + (size_t)kvh * dv;
-    float *scores = e->scores + (size_t)thread * e->max_positions;
-    float *out = e->att + (r * hp->n_head + h) * (size_t)dv;
-
-    const uint32_t n = row->pos + 1;
-    const float scale = 1.0f / sqrtf((float)dk);
-    float max = -INFINITY;
-    for (uint32_t j = 0; j < n; j++) {
-        scores[j] = qwen_dot(q, keys + (size_t)j * kw, dk) * scale;
-        if (scores[j] > max)
-            max = scores[j];
+    float *scratch = e->scores + (size_t)thread * e->scores_per_thread;
+    for (size_t r = first; r < last;) {
+        const qwen_kv *kv = job->rows[r].kv;
+        size_t end = r + 1;
+        while (end < last && job->rows[end].kv == kv)
+            end++;
+        const gufo_x_cpu_attention_args a = {
+            .n_rows = (uint32_t)(end - r),
+            .group = group,
+            .dk = dk,
+            .dv = dv,
+            .q = e->q + (r * hp->n_head + (size_t)kvh * group) * dk,
+            .q_row_stride = (size_t)hp->n_head * dk,
+            .k = qwen_kv_keys(kv, job->layer) + (size_t)kvh * dk,
+            .v = qwen_kv_values(kv, job->layer) + (size_t)kvh * dv,
+            .k_stride = (size_t)hp->n_head_kv * dk,
+            .v_stride = (size_t)hp->n_head_kv * dv,
+            .n_keys = e->n_keys + r,
+            .out = e->att + (r * hp->n_head + (size_t)kvh * group) * dv,
+            .out_row_stride = (size_t)hp->n_head * dv,
+            .scale = 1.0f / sqrtf((float)dk),
+        };
+        (void)gufo_x_cpu_attention(&a, scratch); /* arguments are valid by construction */
+        r = end;
     }
-    double sum = 0.0;
-    for (uint32_t j = 0; j < n; j++) {
-        scores[j] = expf(scores[j] - max);
-        sum += scores[j];
-    }
-    const float inv = (float)(1.0 / sum);
-    memset(out, 0, (size_t)dv * sizeof(float));
-    for (uint32_t j = 0; j < n; j++)
-        qwen_axpy(scores[j] * inv, values + (size_t)j * vw, out, dv);
 }
 
 /* ---- the pass ------------------------------------------------------------ */
+
+/* y[i] = X w[i]^T for n rows of X, in one parallel section. */
+static gufo_status matmul(qwen_engine *e, const qwen_matrix *const *w, size_t n_w, const float *x, size_t n,
+                          float *const *y)
+{
+    return gufo_x_cpu_matmul(e->pool, w, n_w, x, n, y, e->numerics, e->matmul_scratch, e->matmul_scratch_bytes);
+}
 
 static gufo_status run_layer(qwen_engine *e, const qwen_row *rows, size_t n, uint32_t il)
 {
@@ -182,16 +224,19 @@ static gufo_status run_layer(qwen_engine *e, const qwen_row *rows, size_t n, uin
         rms_norm(e->x + r * D, L->attn_norm, D, hp->rms_eps, e->h + r * D);
     const qwen_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
     float *const qkv_out[3] = {e->q, e->k, e->v};
-    if ((st = qwen_matmul_multi(e->pool, &e->tiles, qkv, 3, e->h, n, qkv_out)) != GUFO_OK)
+    if ((st = matmul(e, qkv, 3, e->h, n, qkv_out)) != GUFO_OK)
         return st;
-    layer_job job = {.e = e, .rows = rows, .layer = il};
+    layer_job job = {.e = e, .rows = rows, .n_rows = n, .layer = il};
     uint64_t span = 0; /* positions attended over all rows */
-    for (size_t r = 0; r < n; r++)
+    for (size_t r = 0; r < n; r++) {
+        e->n_keys[r] = rows[r].pos + 1;
         span += rows[r].pos + 1;
+    }
     qwen_pool_run_work(e->pool, qk_task, &job, n, (uint64_t)n * (hp->n_head + hp->n_head_kv) * hp->head_dim_k * 8);
-    qwen_pool_run_work(e->pool, attention_task, &job, n * hp->n_head,
+    qwen_pool_run_work(e->pool, attention_task, &job, (n + ATTENTION_ROWS - 1) / ATTENTION_ROWS * hp->n_head_kv,
                        span * hp->n_head * ((uint64_t)hp->head_dim_k + hp->head_dim_v));
-    if ((st = qwen_matmul(e->pool, &e->tiles, &L->wo, e->att, n, e->h)) != GUFO_OK)
+    const qwen_matrix *wo = &L->wo;
+    if ((st = matmul(e, &wo, 1, e->att, n, &e->h)) != GUFO_OK)
         return st;
     for (size_t i = 0; i < n * D; i++)
         e->x[i] += e->h[i];
@@ -200,13 +245,14 @@ static gufo_status run_layer(qwen_engine *e, const qwen_row *rows, size_t n, uin
         rms_norm(e->x + r * D, L->ffn_norm, D, hp->rms_eps, e->h + r * D);
     const qwen_matrix *gate_up[2] = {&L->gate, &L->up};
     float *const gate_up_out[2] = {e->gate, e->up};
-    if ((st = qwen_matmul_multi(e->pool, &e->tiles, gate_up, 2, e->h, n, gate_up_out)) != GUFO_OK)
+    if ((st = matmul(e, gate_up, 2, e->h, n, gate_up_out)) != GUFO_OK)
         return st;
     for (size_t i = 0; i < n * F; i++) {
         const float g = e->gate[i];
         e->gate[i] = g / (1.0f + expf(-g)) * e->up[i];
     }
-    if ((st = qwen_matmul(e->pool, &e->tiles, &L->down, e->gate, n, e->h)) != GUFO_OK)
+    const qwen_matrix *down = &L->down;
+    if ((st = matmul(e, &down, 1, e->gate, n, &e->h)) != GUFO_OK)
         return st;
     for (size_t i = 0; i < n * D; i++)
         e->x[i] += e->h[i];
@@ -226,7 +272,7 @@ gufo_status qwen_forward(qwen_engine *e, const qwen_row *rows, size_t n_rows, co
         if (rows[r].pos >= rows[r].kv->capacity || rows[r].pos >= e->max_positions)
             return gufo_error_set(err, GUFO_E_INTERNAL, "qwen forward: position %u has no cache slot", rows[r].pos);
         const uint8_t *src = (const uint8_t *)embd->data + (size_t)rows[r].token * embd->row_bytes;
-        gufo_status st = qwen_decode_row(embd->type, src, e->x + r * D, D);
+        gufo_status st = gufo_tensor_dequantize(embd->type, src, e->x + r * D, D);
         if (st != GUFO_OK)
             return gufo_error_set(err, GUFO_E_INTERNAL, "qwen forward: token_embd.weight row %d: %s",
                                   (int)rows[r].token, gufo_status_str(st));
@@ -242,7 +288,8 @@ gufo_status qwen_forward(qwen_engine *e, const qwen_row *rows, size_t n_rows, co
         return GUFO_OK;
     for (size_t i = 0; i < n_out; i++)
         rms_norm(e->x + (size_t)out_rows[i] * D, e->w->output_norm, D, hp->rms_eps, e->normed + i * D);
-    gufo_status st = qwen_matmul(e->pool, &e->tiles, &e->w->output, e->normed, n_out, e->logits);
+    const qwen_matrix *output = &e->w->output;
+    gufo_status st = matmul(e, &output, 1, e->normed, n_out, &e->logits);
     if (st != GUFO_OK)
         return gufo_error_set(err, st, "qwen forward: output matrix product failed");
     return GUFO_OK;

@@ -17,15 +17,24 @@
  *   x += (silu(h Wgate^T) * h Wup^T) Wdown^T
  *
  * then logits = RMSNorm(x) * output_norm  Woutput^T  for the rows that want them.
+ *
+ * The matrix products are the runtime's CPU kernels (experimental/cpu_kernels.h)
+ * over the model's thread pool; `numerics` picks int8 activations per block
+ * (GUFO_X_CPU_Q8, the default: llama.cpp's CPU numerics, integer dot
+ * products) or float32 activations (GUFO_X_CPU_EXACT: the reference's
+ * function). Either way each output is summed in one fixed order, so results
+ * do not depend on the thread count, on which rows share a call (a session
+ * decoded alone or in a batch), or on prefill versus decode.
  */
 #ifndef QWEN_FORWARD_CPU_H
 #define QWEN_FORWARD_CPU_H
 
 #include <gufo/ext/api.h>
 
+#include <gufo/ext/experimental/cpu_kernels.h>
+
 #include "hparams.h"
 #include "kv_cache.h"
-#include "matmul.h"
 #include "threadpool.h"
 #include "weights.h"
 
@@ -47,8 +56,12 @@ typedef struct qwen_engine {
     float *x, *h, *q, *k, *v, *att, *gate, *up;   /* [max_rows][width] activations */
     float *normed;           /* [max_out][n_embd] rows that produce logits */
     float *logits;           /* [max_out][n_vocab] results of the last call */
-    float *scores;           /* [threads][max_positions] attention weights */
-    qwen_tiles tiles;        /* [threads][QWEN_TILE_ROWS * widest cols] decoded weight rows */
+    float *scores;           /* [threads][scores_per_thread] attention weights */
+    size_t scores_per_thread; /* gufo_x_cpu_attention_scratch_floats(group, max_positions) */
+    uint32_t *n_keys;        /* [max_rows] positions each row attends (pos + 1) */
+    void *matmul_scratch;    /* gufo_x_cpu_matmul's int8 activations and per-thread tiles */
+    size_t matmul_scratch_bytes;
+    gufo_x_cpu_numerics numerics; /* GUFO_X_CPU_Q8 unless the provider asks otherwise */
     void *block;             /* the one "scratch" allocation behind all of the above */
 } qwen_engine;
 
@@ -58,6 +71,16 @@ gufo_status qwen_engine_init(qwen_engine *e, const qwen_hparams *hp, const qwen_
                              gufo_error *err);
 
 void qwen_engine_release(gufo_memory *memory, qwen_engine *e);
+
+/**
+ * Sets e->numerics from the option --qwen-cpu-matmul (q8, the default, or
+ * fp32) in `options` (NULL: the default). GUFO_E_INVALID_ARGUMENT naming the
+ * option for any other value.
+ */
+gufo_status qwen_engine_choose_numerics(qwen_engine *e, const gufo_options *options, gufo_error *err);
+
+/** "q8" or "fp32": what e->numerics computes, for the cache identity and logs. */
+const char *qwen_engine_numerics_name(const qwen_engine *e);
 
 /**
  * Runs `n_rows` rows (<= max_rows), writing their keys and values into their

@@ -111,6 +111,8 @@ static gufo_status qwen_create(void *userdata, const gufo_model_params *params, 
     if ((st = qwen_engine_init(&model->engine, hp, &model->weights, model->pool, model->memory, max_rows,
                                model->max_batch, model->context_length, err)) != GUFO_OK)
         goto fail;
+    if ((st = qwen_engine_choose_numerics(&model->engine, params->options, err)) != GUFO_OK)
+        goto fail;
 
     gufo_log(GUFO_LOG_DEBUG, QWEN_PROVIDER_ID,
              "loaded %s: %u layers, hidden %u, %u/%u heads of %u, ffn %u, vocab %u, context %u, %u threads%s",
@@ -168,10 +170,10 @@ static gufo_status qwen_cache_identity(gufo_model *handle, gufo_text_buffer *out
     if (!model || !out)
         return GUFO_E_INVALID_ARGUMENT;
     char text[192];
-    int n = snprintf(text, sizeof text, "%s;size=%llu;file_type=%ld;tensors=%016llx;kv=f32", QWEN_ARCHITECTURE,
-                     (unsigned long long)model->file_size,
+    int n = snprintf(text, sizeof text, "%s;size=%llu;file_type=%ld;tensors=%016llx;kv=f32;matmul=%s",
+                     QWEN_ARCHITECTURE, (unsigned long long)model->file_size,
                      model->file_type == UINT32_MAX ? -1L : (long)model->file_type,
-                     (unsigned long long)model->table_checksum);
+                     (unsigned long long)model->table_checksum, qwen_engine_numerics_name(&model->engine));
     if (n < 0 || (size_t)n >= sizeof text)
         return GUFO_E_INTERNAL;
     return gufo_text_buffer_append(out, text, (size_t)n);

@@ -1,26 +1,24 @@
 /* weights.h — the Qwen3 tensors of a mapped GGUF, ready for the forward pass.
  *
  * Matrices stay where they are: in the read-only mapping, in their GGUF block
- * format (F32/F16/BF16/Q4_0/Q8_0/Q4_K/Q5_K/Q6_K); the matrix products decode
- * them row by row. The mapping is counted against the host's budget under
- * "weights" with gufo_memory_charge() (it is memory the model keeps resident
- * even though the pool did not allocate it). The small vectors — RMSNorm
- * weights — are converted to F32 copies in one pool allocation.
+ * format (F32/F16/BF16/Q4_0/Q8_0/Q4_K/Q5_K/Q6_K); the runtime's CPU kernels
+ * (gufo/ext/experimental/cpu_kernels.h) multiply them there. The mapping is
+ * counted against the host's budget under "weights" with gufo_memory_charge()
+ * (it is memory the model keeps resident even though the pool did not
+ * allocate it). The small vectors — RMSNorm weights — are converted to F32
+ * copies in one pool allocation.
  */
 #ifndef QWEN_WEIGHTS_H
 #define QWEN_WEIGHTS_H
 
 #include <gufo/ext/api.h>
+#include <gufo/ext/experimental/cpu_kernels.h>
 
 #include "hparams.h"
 
-/** A weight matrix of `rows` rows of `cols` elements (y = W x has `rows` outputs). */
-typedef struct qwen_matrix {
-    gufo_tensor_type type;
-    const void *data;      /* inside the mapping */
-    uint64_t cols, rows;
-    uint64_t row_bytes;
-} qwen_matrix;
+/** A weight matrix of `rows` rows of `cols` elements (y = W x has `rows` outputs),
+ * data inside the mapping: what the runtime's CPU kernels multiply in place. */
+typedef gufo_x_cpu_matrix qwen_matrix;
 
 typedef struct qwen_layer {
     const float *attn_norm;   /* [n_embd] */

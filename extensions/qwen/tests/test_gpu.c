@@ -16,7 +16,8 @@
  *    the CPU provider meets against transformers: both sides compute the same
  *    function in float32 and differ only in the order of additions), mean KL
  *    (CPU || GPU) <= 1e-6, and the same top-1 token everywhere — with the
- *    exact products (--qwen-gpu-prefill fp32 --qwen-gpu-decode fp32); with the
+ *    exact products (--qwen-gpu-prefill fp32 --qwen-gpu-decode fp32, and
+ *    --qwen-cpu-matmul fp32 for the CPU side); with the
  *    defaults (bf16 prefill products, flash attention on the tensor cores,
  *    int8 activations in decode), max |d| <= 3e-2 x max |logit|, mean KL <=
  *    2e-3 and top-1 on at least 90% of the positions;
@@ -92,7 +93,7 @@ typedef struct loaded {
     int32_t n_vocab;
 } loaded;
 
-static gufo_options *exact; /* --qwen-gpu-prefill fp32 --qwen-gpu-decode fp32 */
+static gufo_options *exact; /* --qwen-gpu-prefill fp32 --qwen-gpu-decode fp32 --qwen-cpu-matmul fp32 */
 
 static bool load_with(const gufo_provider *p, const char *path, uint64_t device_limit, const gufo_options *options,
                       loaded *out)
@@ -477,6 +478,7 @@ int main(int argc, char **argv)
     EXPECT_OK(gufo_options_set(exact, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME, GUFO_OPTION_STRING, "fp32",
                                &err));
     EXPECT_OK(gufo_options_set(exact, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_NAME, GUFO_OPTION_STRING, "fp32", &err));
+    EXPECT_OK(gufo_options_set(exact, GUFO_MANIFEST_QWEN_OPTION_QWEN_CPU_MATMUL_NAME, GUFO_OPTION_STRING, "fp32", &err));
     char tiny[1024];
     snprintf(tiny, sizeof tiny, "%s/tiny.gguf", golden_dir);
     gufo_artifact *artifact = NULL;
