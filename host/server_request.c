@@ -353,7 +353,8 @@ bool srv_chat_set_tools(srv_chat_builder *b, const cJSON *tools, const srv_tool_
         cJSON_ArrayForEach(t, tools) {
             const char *name = tool_name(t);
             if (name && strcmp(name, choice->name) == 0) {
-                shown = cJSON_CreateArray();
+                if (!shown) /* every tool of that name, when the request defines it twice */
+                    shown = cJSON_CreateArray();
                 if (!shown || !cJSON_AddItemToArray(shown, cJSON_Duplicate(t, true)))
                     break;
             }
