@@ -18,6 +18,10 @@
 #include <math.h>
 #include <string.h>
 
+/* Heads of one group whose probabilities are held at once (the weighted sums
+ * of two heads share each load of a value). */
+#define HEADS_AT_ONCE 16u
+
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HAVE_X86_PATH 1
 #include <immintrin.h>
@@ -143,8 +147,10 @@ static void weighted_sum_avx2(const float *p, const float *v, size_t v_stride, u
 static inline __m512 reduce16_ps(const __m512 p[16])
 {
     __m512 t[8], u[4];
+    #pragma GCC unroll 8
     for (int i = 0; i < 8; i++)
         t[i] = _mm512_add_ps(_mm512_unpacklo_ps(p[2 * i], p[2 * i + 1]), _mm512_unpackhi_ps(p[2 * i], p[2 * i + 1]));
+    #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
         const __m512d a = _mm512_castps_pd(t[2 * j]), b = _mm512_castps_pd(t[2 * j + 1]);
         u[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
@@ -154,53 +160,97 @@ static inline __m512 reduce16_ps(const __m512 p[16])
     return _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x88), _mm512_shuffle_f32x4(v0, v1, 0xDD));
 }
 
+/* One block of 16 keys: their scores with the query (in registers, `chunks`
+ * 16-float pieces), by tree16. Written for a constant `chunks` so the loads and
+ * the 16 independent chains unroll. */
+static inline __m512 block16_avx512(const __m512 *qv, int chunks, __mmask16 tail, const float *k, size_t k_stride,
+                                    uint32_t j0, uint32_t n_keys)
+{
+    __m512 p[16];
+    #pragma GCC unroll 16
+    for (uint32_t t = 0; t < 16; t++) {
+        /* Keys past n_keys (up to the block of 16) repeat the last one: their
+         * scores land in the padding of the scratch and are not used. */
+        const uint32_t j = j0 + t < n_keys ? j0 + t : n_keys - 1;
+        const float *kj = k + (size_t)j * k_stride;
+        __m512 acc = _mm512_setzero_ps();
+        for (int m = 0; m < chunks; m++)
+            acc = _mm512_fmadd_ps(qv[m], _mm512_maskz_loadu_ps(m + 1 < chunks ? (__mmask16)0xffff : tail, kj + 16 * m),
+                                  acc);
+        p[t] = acc;
+    }
+    return reduce16_ps(p);
+}
+
 static void scores_avx512(const float *q, const float *k, size_t k_stride, uint32_t n_keys, uint32_t dk, float scale,
                           float *s)
 {
-    const uint32_t chunks = (dk + 15) / 16;
+    const int chunks = (int)((dk + 15) / 16);
     const __mmask16 tail = (__mmask16)(dk % 16 ? (1u << (dk % 16)) - 1 : 0xffffu);
     __m512 qv[16]; /* dk <= 256 (checked by the caller) */
-    for (uint32_t m = 0; m < chunks; m++)
+    for (int m = 0; m < chunks; m++)
         qv[m] = _mm512_maskz_loadu_ps(m + 1 < chunks ? (__mmask16)0xffff : tail, q + 16 * m);
     const __m512 vscale = _mm512_set1_ps(scale);
     for (uint32_t j0 = 0; j0 < n_keys; j0 += 16) {
-        __m512 p[16];
-        for (uint32_t t = 0; t < 16; t++) {
-            /* Keys past n_keys (up to the block of 16) repeat the last one:
-             * their scores land in the padding of `s` and are not used. */
-            const uint32_t j = j0 + t < n_keys ? j0 + t : n_keys - 1;
-            const float *kj = k + (size_t)j * k_stride;
-            __m512 acc = _mm512_setzero_ps();
-            for (uint32_t m = 0; m < chunks; m++)
-                acc = _mm512_fmadd_ps(qv[m], _mm512_maskz_loadu_ps(m + 1 < chunks ? (__mmask16)0xffff : tail, kj + 16 * m),
-                                      acc);
-            p[t] = acc;
+        __m512 sums;
+        switch (chunks) { /* the usual head sizes, unrolled */
+        case 8:
+            sums = block16_avx512(qv, 8, 0xffff, k, k_stride, j0, n_keys);
+            break;
+        case 4:
+            sums = block16_avx512(qv, 4, 0xffff, k, k_stride, j0, n_keys);
+            break;
+        default:
+            sums = block16_avx512(qv, chunks, tail, k, k_stride, j0, n_keys);
+            break;
         }
-        _mm512_store_ps(s + j0, _mm512_mul_ps(reduce16_ps(p), vscale));
+        _mm512_store_ps(s + j0, _mm512_mul_ps(sums, vscale));
     }
 }
 
-static void weighted_sum_avx512(const float *p, const float *v, size_t v_stride, uint32_t n_keys, uint32_t dv,
-                                float *out)
+/* out0, out1 (and more heads one by one) = sum_j p_j v_j: eight independent
+ * accumulators per head cover 128 values, so the chains over j keep both FMA
+ * ports busy, and two heads share each load of v_j. */
+static void weighted_sum_avx512(const float *const *p, float *const *out, uint32_t heads, const float *v,
+                                size_t v_stride, uint32_t n_keys, uint32_t dv)
 {
-    uint32_t d = 0;
-    for (; d + 64 <= dv; d += 64) {
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        for (uint32_t j = 0; j < n_keys; j++) {
-            const __m512 pj = _mm512_set1_ps(p[j]);
-            const float *vj = v + (size_t)j * v_stride + d;
-            for (int m = 0; m < 4; m++)
-                acc[m] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * m), acc[m]);
+    for (uint32_t d = 0; d < dv; d += 128) {
+        const uint32_t width = dv - d < 128 ? dv - d : 128, pieces = (width + 15) / 16;
+        const __mmask16 tail = (__mmask16)(width % 16 ? (1u << (width % 16)) - 1 : 0xffffu);
+        uint32_t h = 0;
+        for (; h + 2 <= heads; h += 2) {
+            __m512 a0[8], a1[8];
+            for (int m = 0; m < 8; m++)
+                a0[m] = a1[m] = _mm512_setzero_ps();
+            for (uint32_t j = 0; j < n_keys; j++) {
+                const __m512 p0 = _mm512_set1_ps(p[h][j]), p1 = _mm512_set1_ps(p[h + 1][j]);
+                const float *vj = v + (size_t)j * v_stride + d;
+                for (uint32_t m = 0; m < pieces; m++) {
+                    const __m512 x = _mm512_maskz_loadu_ps(m + 1 < pieces ? (__mmask16)0xffff : tail, vj + 16 * m);
+                    a0[m] = _mm512_fmadd_ps(p0, x, a0[m]);
+                    a1[m] = _mm512_fmadd_ps(p1, x, a1[m]);
+                }
+            }
+            for (uint32_t m = 0; m < pieces; m++) {
+                const __mmask16 mask = m + 1 < pieces ? (__mmask16)0xffff : tail;
+                _mm512_mask_storeu_ps(out[h] + d + 16 * m, mask, a0[m]);
+                _mm512_mask_storeu_ps(out[h + 1] + d + 16 * m, mask, a1[m]);
+            }
         }
-        for (int m = 0; m < 4; m++)
-            _mm512_storeu_ps(out + d + 16 * m, acc[m]);
-    }
-    for (; d < dv; d += 16) {
-        const __mmask16 mask = (__mmask16)(dv - d >= 16 ? 0xffffu : (1u << (dv - d)) - 1);
-        __m512 acc = _mm512_setzero_ps();
-        for (uint32_t j = 0; j < n_keys; j++)
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(mask, v + (size_t)j * v_stride + d), acc);
-        _mm512_mask_storeu_ps(out + d, mask, acc);
+        for (; h < heads; h++) {
+            __m512 a0[8];
+            for (int m = 0; m < 8; m++)
+                a0[m] = _mm512_setzero_ps();
+            for (uint32_t j = 0; j < n_keys; j++) {
+                const __m512 p0 = _mm512_set1_ps(p[h][j]);
+                const float *vj = v + (size_t)j * v_stride + d;
+                for (uint32_t m = 0; m < pieces; m++)
+                    a0[m] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m + 1 < pieces ? (__mmask16)0xffff : tail, vj + 16 * m),
+                                            a0[m]);
+            }
+            for (uint32_t m = 0; m < pieces; m++)
+                _mm512_mask_storeu_ps(out[h] + d + 16 * m, m + 1 < pieces ? (__mmask16)0xffff : tail, a0[m]);
+        }
     }
 }
 #pragma GCC pop_options
@@ -219,10 +269,11 @@ GUFO_EXT_API gufo_status gufo_x_cpu_attention(const gufo_x_cpu_attention_args *a
     const gufo_x_cpu_isa isa = gufo_x_cpu_isa_active();
     void (*scores)(const float *, const float *, size_t, uint32_t, uint32_t, float, float *) = scores_generic;
     void (*weighted_sum)(const float *, const float *, size_t, uint32_t, uint32_t, float *) = weighted_sum_generic;
+    bool wide = false;
 #ifdef HAVE_X86_PATH
     if (isa >= GUFO_X_CPU_ISA_AVX512_VNNI && a->dk <= 256) {
         scores = scores_avx512;
-        weighted_sum = weighted_sum_avx512;
+        wide = true;
     } else if (isa >= GUFO_X_CPU_ISA_AVX2 && a->dk % 16 == 0) {
         scores = scores_avx2;
         weighted_sum = weighted_sum_avx2;
@@ -233,11 +284,27 @@ GUFO_EXT_API gufo_status gufo_x_cpu_attention(const gufo_x_cpu_attention_args *a
     for (uint32_t r = 0; r < a->n_rows; r++) {
         const uint32_t n = a->n_keys[r];
         const size_t padded = ((size_t)n + 15) / 16 * 16;
-        for (uint32_t g = 0; g < a->group; g++) {
-            float *s = scratch + g * padded;
-            scores(a->q + r * a->q_row_stride + (size_t)g * a->dk, a->k, a->k_stride, n, a->dk, a->scale, s);
-            softmax(s, n);
-            weighted_sum(s, a->v, a->v_stride, n, a->dv, a->out + r * a->out_row_stride + (size_t)g * a->dv);
+        const float *probs[HEADS_AT_ONCE];
+        float *outs[HEADS_AT_ONCE];
+        for (uint32_t g0 = 0; g0 < a->group; g0 += HEADS_AT_ONCE) {
+            const uint32_t heads = a->group - g0 < HEADS_AT_ONCE ? a->group - g0
+                                                                                 : HEADS_AT_ONCE;
+            for (uint32_t h = 0; h < heads; h++) {
+                const uint32_t g = g0 + h;
+                float *s = scratch + g * padded;
+                scores(a->q + r * a->q_row_stride + (size_t)g * a->dk, a->k, a->k_stride, n, a->dk, a->scale, s);
+                softmax(s, n);
+                probs[h] = s;
+                outs[h] = a->out + r * a->out_row_stride + (size_t)g * a->dv;
+            }
+#ifdef HAVE_X86_PATH
+            if (wide) {
+                weighted_sum_avx512(probs, outs, heads, a->v, a->v_stride, n, a->dv);
+                continue;
+            }
+#endif
+            for (uint32_t h = 0; h < heads; h++)
+                weighted_sum(probs[h], a->v, a->v_stride, n, a->dv, outs[h]);
         }
     }
     return GUFO_OK;

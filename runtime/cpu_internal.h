@@ -56,8 +56,10 @@ typedef void (*gufo_cpu_q8_rows_fn)(const uint8_t *w, size_t row_bytes, size_t n
 /** Rows of a product that one task takes: a multiple of every kernel's row group. */
 #define GUFO_CPU_TILE_ROWS 16u
 
-/** Per-thread buffer: a tile of 16 rows decoded to float (exact path) or to int8 (tiles). */
-#define GUFO_CPU_THREAD_BUF(cols) ((size_t)GUFO_CPU_TILE_ROWS * (size_t)(cols) * sizeof(float) + 16384u)
+/** Per-thread buffer: a tile of 16 rows decoded to float (exact path: 64 bytes
+ * a column), or rearranged for AMX with a vector tile's sums (up to ~114 bytes
+ * a column for Q6_K), plus the tile configuration. */
+#define GUFO_CPU_THREAD_BUF(cols) (128u * (size_t)(cols) + 36864u)
 
 /* The definition (cpu_q8_generic.c). */
 void gufo_cpu_quantize_generic(const float *x, uint64_t cols, uint32_t block, void *out);
@@ -73,9 +75,15 @@ gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_x86(gufo_x_cpu_isa isa, gufo_tensor_type ty
 gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_avx512_ymm(gufo_tensor_type type);
 gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_avx512_zmm(gufo_tensor_type type);
 
-/* AMX tiles (cpu_q8_amx.c): for n_vec >= GUFO_CPU_AMX_MIN_VECTORS, else NULL. */
+/* AMX tiles (cpu_q8_amx.c), for calls of n_vec >= GUFO_CPU_AMX_MIN_VECTORS
+ * (NULL for a type without them). They read the activations of each whole
+ * 16 vectors also in the tile layout, which gufo_x_cpu_matmul builds once per
+ * call right behind the row-major ones: at acts + align64(n_vec * act_stride),
+ * gufo_cpu_tile_acts_bytes(cols) per 16 vectors, by gufo_cpu_tile_acts(). */
 #define GUFO_CPU_AMX_MIN_VECTORS 16u
 gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_amx(gufo_tensor_type type);
+size_t gufo_cpu_tile_acts_bytes(uint64_t cols);
+void gufo_cpu_tile_acts(const uint8_t *acts, size_t act_stride, uint64_t cols, uint32_t block, uint8_t *out);
 
 /** Whether the CPU has the VEX-encoded AVX-VNNI (not implied by AVX-512 VNNI). */
 bool gufo_cpu_has_avx_vnni(void);

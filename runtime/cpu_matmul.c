@@ -33,9 +33,12 @@ GUFO_EXT_API bool gufo_x_cpu_matmul_supports(gufo_tensor_type type, gufo_x_cpu_n
     return is_float_type(type) || gufo_cpu_q8_block(type) != 0;
 }
 
+/* One block size's activations: row-major, then (for AMX) the tile layout of
+ * each whole 16 vectors. */
 static size_t acts_region(uint64_t cols, uint64_t n_vectors)
 {
-    return align64((size_t)n_vectors * gufo_cpu_acts_bytes(cols));
+    return align64((size_t)n_vectors * gufo_cpu_acts_bytes(cols)) +
+           (size_t)(n_vectors / 16) * gufo_cpu_tile_acts_bytes(cols);
 }
 
 GUFO_EXT_API size_t gufo_x_cpu_matmul_scratch_bytes(uint64_t max_cols, uint64_t max_vectors, uint32_t n_threads)
@@ -79,16 +82,26 @@ typedef struct matmul_job {
     size_t buffer_bytes;
     gufo_cpu_quantize_fn quantize;
     bool need_block[2];
+    bool need_tiles[2]; /* an AMX kernel reads this block size's tile layout */
     atomic_int status;
 } matmul_job;
 
-static void quantize_task(void *ctx, size_t v, uint32_t thread)
+/* Vectors 16 t .. 16 t + 15: rounded to int8, and for AMX also laid out in tiles. */
+static void quantize_task(void *ctx, size_t t, uint32_t thread)
 {
     (void)thread;
     matmul_job *job = ctx;
-    for (int k = 0; k < 2; k++)
-        if (job->need_block[k])
+    const size_t first = 16 * t, last = first + 16 < job->n ? first + 16 : (size_t)job->n;
+    for (int k = 0; k < 2; k++) {
+        if (!job->need_block[k])
+            continue;
+        for (size_t v = first; v < last; v++)
             job->quantize(job->x + v * job->cols, job->cols, k ? 256 : 32, job->acts[k] + v * job->act_stride);
+        if (job->need_tiles[k] && last - first == 16)
+            gufo_cpu_tile_acts(job->acts[k] + first * job->act_stride, job->act_stride, job->cols, k ? 256 : 32,
+                               job->acts[k] + align64((size_t)job->n * job->act_stride) +
+                                   t * gufo_cpu_tile_acts_bytes(job->cols));
+    }
 }
 
 static void product_task(void *ctx, size_t task, uint32_t thread)
@@ -140,6 +153,8 @@ GUFO_EXT_API gufo_status gufo_x_cpu_matmul(gufo_x_pool *pool, const gufo_x_cpu_m
         if (numerics == GUFO_X_CPU_Q8 && block) {
             job.rows[i] = pick_rows(isa, w[i]->type, n_vectors);
             job.need_block[block == 256] = true;
+            if (job.rows[i] == gufo_cpu_q8_rows_amx(w[i]->type))
+                job.need_tiles[block == 256] = true;
         }
         job.first_task[i + 1] =
             job.first_task[i] + (size_t)((w[i]->rows + GUFO_CPU_TILE_ROWS - 1) / GUFO_CPU_TILE_ROWS);
@@ -153,7 +168,7 @@ GUFO_EXT_API gufo_status gufo_x_cpu_matmul(gufo_x_pool *pool, const gufo_x_cpu_m
     job.buffer_bytes = align64(GUFO_CPU_THREAD_BUF(cols));
     if (job.need_block[0] || job.need_block[1]) {
         job.quantize = pick_quantize(isa);
-        gufo_x_pool_run_work(pool, quantize_task, &job, (size_t)n_vectors, n_vectors * cols * 4);
+        gufo_x_pool_run_work(pool, quantize_task, &job, (size_t)(n_vectors + 15) / 16, n_vectors * cols * 4);
     }
     gufo_x_pool_run_work(pool, product_task, &job, job.first_task[n_w], work);
     return (gufo_status)atomic_load(&job.status);

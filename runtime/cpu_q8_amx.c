@@ -1,18 +1,33 @@
 /* runtime/cpu_q8_amx.c — prefill tiles on AMX (Sapphire Rapids and later).
  *
- * One AMX instruction multiplies a 16 x K int8 tile of activations (16
- * vectors, straight from the quantized activation buffer) by a K x 16 tile of
- * weights (16 rows, in the "VNNI" layout: each 64-byte tile row holds 4
- * consecutive k of the 16 weight rows) into 16 x 16 int32 sums. With K = 32
- * (one Q8_0 block, one K-quant sub-block) or 16 (a Q6_K scale group) a tile
- * is exactly one block's integer sums for 256 (vector, row) pairs, which then
- * go through cpu_q8_generic.c's float chain with 16-lane AVX-512 vectors whose
- * lanes are the 16 rows: the same bits as every other family.
+ * One AMX instruction multiplies a 16 x K int8 tile A by a K x 16 tile B into
+ * 16 x 16 int32 sums. Here A is 16 weight rows, read in place (Q8_0: straight
+ * from the GGUF rows, whose blocks are 32 contiguous int8 behind their scale)
+ * or from rows unpacked into the thread's buffer (Q4_0, K-quants), and B is 16
+ * activation vectors in the tile layout (each 64-byte tile row holds 4
+ * consecutive k of the 16 vectors), which gufo_cpu_tile_acts() builds once per
+ * call and every row tile then reuses. So no weight is ever transposed.
  *
- * A task's 16 weight rows are rearranged once into the tile layout (in the
- * thread's buffer: nibbles unpacked, Q6_K centred, scales widened) and then
- * reused by every 16-vector tile of the call; vectors left over (n % 16) and
- * rows that do not fill a tile go to the AVX-512 kernels.
+ *  - Q8_0, Q4_0: K = 32, one product per block; each block's 16 x 16 sums
+ *    then go through cpu_q8_generic.c's float chain.
+ *  - K-quants: the integer sub-block scales are folded into the unpacked
+ *    weights, so a whole super-block (K = 256, four products of K = 64) sums
+ *    in the tile unit. A scale does not fit next to a quant in int8, so it is
+ *    split into digits: Q4_K's 6-bit scale s = s0 + 8 s1 (q s_i <= 105), Q5_K's
+ *    in base 4 (q s_i <= 124), and Q6_K's signed scale + 128 in four base-4
+ *    digits ((q - 32) s_i in [-96, 93]). One tile of sums per digit, then
+ *    S1 = C0 + 8 C1 (Q4_K), C0 + 4 C1 + 16 C2 (Q5_K),
+ *    C0 + 4 C1 + 16 C2 + 64 C3 - 128 C4 (Q6_K, C4 the plain q - 32 pass):
+ *    exactly the integer the generic code sums, with a few adds instead of a
+ *    multiply per sub-block.
+ *
+ * For each (16-row, 16-vector) tile every product is issued first, into a
+ * buffer of sums, and the float chains run afterwards with the 16 vectors in
+ * the lanes, four rows interleaved (each chain is one fused multiply-add per
+ * block; four independent ones keep the FMA units busy, and the tile unit
+ * never waits on a float chain); a 16 x 16 transpose then writes the outputs.
+ * Vectors left over (n % 16) and rows that do not fill a tile go to the
+ * AVX-512 kernels: the same bits.
  *
  * The tile instructions are written as inline assembly with "memory"
  * clobbers: GCC 12's intrinsics tell the compiler that ldtilecfg reads only 8
@@ -24,11 +39,83 @@
 
 #include <string.h>
 
+static size_t align64(size_t n)
+{
+    return (n + 63) & ~(size_t)63;
+}
+
+/* One tile of 16 vectors: q in the tile layout (cols * 16 bytes), the block
+ * scales d[blocks][16] (floats; sized for 32-blocks), and for 256-blocks the
+ * sub-block sums as int16 pairs ap[blocks][4][16] (int32 each). */
+size_t gufo_cpu_tile_acts_bytes(uint64_t cols)
+{
+    return align64((size_t)cols * 16) + align64((size_t)cols / 32 * 64) + align64((size_t)cols / 256 * 256);
+}
+
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+
+/* ---- 16 x 16 transposes -------------------------------------------------------------- */
+
+/* r[i] (16 rows of 16 x 32-bit) -> r[i] = column i. */
+static inline void transpose16(__m512i r[16])
+{
+    __m512i t[16], u[16];
+    #pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    /* u[4i + j], 128-bit lane L: column 4L + j of rows 4i..4i+3. */
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m512i x0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88), x1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xDD);
+        const __m512i y0 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+        const __m512i y1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xDD);
+        r[j] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+        r[8 + j] = _mm512_shuffle_i32x4(x0, y0, 0xDD);
+        r[4 + j] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+        r[12 + j] = _mm512_shuffle_i32x4(x1, y1, 0xDD);
+    }
+}
+
+void gufo_cpu_tile_acts(const uint8_t *acts, size_t act_stride, uint64_t cols, uint32_t block, uint8_t *out)
+{
+    uint8_t *q = out;
+    float *d = (float *)(void *)(out + align64((size_t)cols * 16));
+    int32_t *ap = (int32_t *)(void *)(out + align64((size_t)cols * 16) + align64((size_t)cols / 32 * 64));
+    for (size_t k0 = 0; k0 < cols; k0 += 64) {
+        __m512i r[16];
+        for (int v = 0; v < 16; v++)
+            r[v] = _mm512_load_si512(acts + (size_t)v * act_stride + k0);
+        transpose16(r);
+        for (int i = 0; i < 16; i++)
+            _mm512_store_si512(q + (k0 / 4 + (size_t)i) * 64, r[i]);
+    }
+    for (int v = 0; v < 16; v++) {
+        const gufo_cpu_acts a = gufo_cpu_acts_at(acts + (size_t)v * act_stride, cols);
+        for (size_t b = 0; b < cols / block; b++)
+            d[16 * b + (size_t)v] = a.d[b];
+        if (block == 256)
+            for (size_t b = 0; b < cols / 256; b++)
+                for (int p = 0; p < 4; p++) {
+                    const int16_t *s = a.s16 + 16 * b + 4 * p;
+                    const int lo = s[0] + s[1], hi = s[2] + s[3];
+                    ap[64 * b + 16 * (size_t)p + (size_t)v] =
+                        (int32_t)((uint32_t)(uint16_t)lo | ((uint32_t)(uint16_t)hi << 16));
+                }
+    }
+}
 
 /* ---- tile instructions ------------------------------------------------------------ */
 
@@ -39,20 +126,18 @@ typedef struct tile_config {
     uint8_t rows[16];
 } tile_config;
 
-#define AMX_C 0 /* 16 vectors x 16 rows of int32 */
-#define AMX_A 1 /* 16 vectors x K bytes */
-#define AMX_B 2 /* K/4 x 64 bytes */
-
-static inline void amx_configure(tile_config *cfg, int k_bytes)
+/* tmm4-5 hold A (16 rows x k_bytes), tmm6-7 B (k_bytes / 4 rows x 64), tmm0-3
+ * and, for Q6_K, tmm4 C (16 x 64; the K-quant kernels give tmm4 to C and keep
+ * A in tmm5 only). */
+static inline void amx_configure(tile_config *cfg, int k_bytes, unsigned a_tiles)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->palette = 1;
-    cfg->rows[AMX_C] = 16;
-    cfg->colsb[AMX_C] = 64;
-    cfg->rows[AMX_A] = 16;
-    cfg->colsb[AMX_A] = (uint16_t)k_bytes;
-    cfg->rows[AMX_B] = (uint8_t)(k_bytes / 4);
-    cfg->colsb[AMX_B] = 64;
+    for (int t = 0; t < 8; t++) {
+        const bool a = a_tiles & (1u << t), b = t >= 6;
+        cfg->rows[t] = (uint8_t)(b ? k_bytes / 4 : 16);
+        cfg->colsb[t] = (uint16_t)(a ? k_bytes : 64);
+    }
     __asm__ volatile("ldtilecfg %0" ::"m"(*cfg) : "memory");
 }
 
@@ -61,30 +146,12 @@ static inline void amx_release(void)
     __asm__ volatile("tilerelease" ::: "memory");
 }
 
-/* C = A x B for one block: A = 16 activation rows at `a` (stride a_stride),
- * B = the block's prepared weights at `b` (64-byte rows); C to `c` (16 x 16 int32). */
-static inline void amx_block(const int8_t *a, size_t a_stride, const uint8_t *b, int32_t *c)
-{
-    __asm__ volatile("tilezero %%tmm0\n\t"
-                     "tileloadd (%0,%1,1), %%tmm1\n\t"
-                     "tileloadd (%2,%3,1), %%tmm2\n\t"
-                     "tdpbssd %%tmm2, %%tmm1, %%tmm0\n\t"
-                     "tilestored %%tmm0, (%4,%3,1)"
-                     :
-                     : "r"(a), "r"((long)a_stride), "r"(b), "r"(64L), "r"(c)
-                     : "memory");
-}
+#define TZERO(t) __asm__ volatile("tilezero %%tmm" #t ::: "memory")
+#define TLOAD(t, p, stride) __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(p), "r"((long)(stride)) : "memory")
+#define TSTORE(t, p) __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(p), "r"(64L) : "memory")
+#define TDP(c, a, b) __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::: "memory")
 
-/* ---- weight tiles ---------------------------------------------------------------------- */
-
-/* out[kk][n] (64-byte rows of 16 dwords) = the kk-th 4 bytes of rows[n], for
- * kk < n_dwords: 16 rows of one block in the B tile's layout. */
-static void to_tile_layout(const uint8_t *const rows[16], int n_dwords, uint8_t *out)
-{
-    for (int kk = 0; kk < n_dwords; kk++)
-        for (int n = 0; n < 16; n++)
-            memcpy(out + 64 * kk + 4 * n, rows[n] + 4 * kk, 4);
-}
+/* ---- weights ------------------------------------------------------------------------- */
 
 static inline float half_at(const uint8_t *p)
 {
@@ -93,147 +160,177 @@ static inline float half_at(const uint8_t *p)
     return _cvtsh_ss(h);
 }
 
-/* Q8_0 / Q4_0 (unpacked to q - 8, so both are plain int8 blocks): B[nb][8 x 64]
- * then dw[nb][16]. */
-static void prepare_q8_0(const uint8_t *w, size_t row_bytes, size_t nb, bool four, uint8_t *buf, uint8_t **b_out,
-                         float **dw_out)
+/* 64 bytes: byte i = value lo for i < 32, hi otherwise. */
+static inline __m512i halves_of(int lo, int hi)
 {
-    uint8_t *b_tiles = buf;
-    float *dw = (float *)(void *)(buf + nb * 512);
-    uint8_t unpacked[16][32];
+    return _mm512_inserti64x4(_mm512_set1_epi8((char)lo), _mm256_set1_epi8((char)hi), 1);
+}
+
+/* q * digit per byte, digit <= 7 (added up from q, 2q, 4q under the digit's bits). */
+static inline __m512i times_digit(__m512i q, __m512i digit)
+{
+    const __m512i q2 = _mm512_add_epi8(q, q);
+    __m512i r = _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(digit, _mm512_set1_epi8(1)), q);
+    r = _mm512_mask_add_epi8(r, _mm512_test_epi8_mask(digit, _mm512_set1_epi8(2)), r, q2);
+    return _mm512_mask_add_epi8(r, _mm512_test_epi8_mask(digit, _mm512_set1_epi8(4)), r, _mm512_add_epi8(q2, q2));
+}
+
+/* K-quant metadata of a row tile, per super-block. */
+typedef struct k_row_meta {
+    float d[16], dmin[16];
+    int32_t mins[4][16]; /* (m_2p, m_2p+1) of each row as an int16 pair */
+} k_row_meta;
+
+static int k_passes(gufo_tensor_type type)
+{
+    return type == GUFO_TENSOR_Q4_K ? 2 : type == GUFO_TENSOR_Q5_K ? 3 : 5;
+}
+
+/* Unpacks 16 rows of a K-quant matrix into `passes` planes [pass][16][cols]
+ * of q * digit (pass) of its scale, and the metadata. */
+static void prepare_k(gufo_tensor_type type, const uint8_t *w, size_t row_bytes, size_t cols, int8_t *planes,
+                      k_row_meta *meta)
+{
+    const size_t nb = cols / 256, plane = 16 * cols;
+    const int passes = k_passes(type);
+    const __m512i low4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1), three = _mm512_set1_epi8(3);
+    const __m512i c32 = _mm512_set1_epi8(32);
     for (size_t b = 0; b < nb; b++) {
-        const uint8_t *rows[16];
+        k_row_meta *m = &meta[b];
         for (int n = 0; n < 16; n++) {
-            const uint8_t *blk = w + (size_t)n * row_bytes + (four ? 18 : 34) * b;
-            dw[16 * b + (size_t)n] = half_at(blk);
-            if (four) {
-                for (int i = 0; i < 16; i++) {
-                    unpacked[n][i] = (uint8_t)(int8_t)((blk[2 + i] & 0x0f) - 8);
-                    unpacked[n][i + 16] = (uint8_t)(int8_t)((blk[2 + i] >> 4) - 8);
+            const uint8_t *blk = w + (size_t)n * row_bytes + b * (type == GUFO_TENSOR_Q6_K ? 210 : type == GUFO_TENSOR_Q5_K ? 176 : 144);
+            __m512i e[4]; /* the 256 quants in order, 64 a vector */
+            int sc[16];   /* integer scale of each 16 values */
+            if (type == GUFO_TENSOR_Q6_K) {
+                const int8_t *s = (const int8_t *)(blk + 192);
+                for (int g = 0; g < 16; g++)
+                    sc[g] = s[g];
+                m->d[n] = half_at(blk + 208);
+                m->dmin[n] = 0.0f;
+                const __m512i qh = _mm512_loadu_si512(blk + 128);
+                const __m512i shift_a = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+                const __m512i shift_b = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+                for (int h = 0; h < 2; h++) {
+                    const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
+                    const __m512i hb = _mm512_shuffle_i64x2(qh, qh, h ? 0xEE : 0x44);
+                    e[2 * h] = _mm512_sub_epi8(
+                        _mm512_or_si512(_mm512_and_si512(ql, low4),
+                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shift_a), three), 4)),
+                        c32);
+                    e[2 * h + 1] = _mm512_sub_epi8(
+                        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shift_b), three), 4)),
+                        c32);
                 }
-                rows[n] = unpacked[n];
             } else {
-                rows[n] = blk + 2;
-            }
-        }
-        to_tile_layout(rows, 8, b_tiles + 512 * b);
-    }
-    *b_out = b_tiles;
-    *dw_out = dw;
-}
-
-/* Q4_K / Q5_K: per super-block 8 sub-block tiles (8 x 512 bytes), then
- * sc[nb][8][16] int32, mins as int16 pairs mp[nb][4][16][2], d[nb][16], dmin[nb][16]. */
-typedef struct k_tiles {
-    uint8_t *b;
-    int32_t *sc;
-    int16_t *mp;
-    float *d, *dmin;
-} k_tiles;
-
-static void prepare_q45_k(const uint8_t *w, size_t row_bytes, size_t nb, bool five, uint8_t *buf, k_tiles *t)
-{
-    t->b = buf;
-    t->sc = (int32_t *)(void *)(buf + nb * 4096);
-    t->mp = (int16_t *)(void *)(t->sc + nb * 128);
-    t->d = (float *)(void *)(t->mp + nb * 128);
-    t->dmin = t->d + nb * 16;
-    const size_t block_bytes = five ? 176 : 144;
-    uint8_t unpacked[16][256];
-    for (size_t b = 0; b < nb; b++) {
-        for (int n = 0; n < 16; n++) {
-            const uint8_t *blk = w + (size_t)n * row_bytes + block_bytes * b, *s = blk + 4;
-            const uint8_t *qh = blk + 16, *qs = blk + (five ? 48 : 16);
-            t->d[16 * b + (size_t)n] = half_at(blk);
-            t->dmin[16 * b + (size_t)n] = half_at(blk + 2);
-            int sc[8], m[8];
-            for (int j = 0; j < 4; j++) {
-                sc[j] = s[j] & 63;
-                m[j] = s[j + 4] & 63;
-                sc[j + 4] = (s[j + 8] & 0x0f) | ((s[j] >> 6) << 4);
-                m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
-            }
-            for (int j = 0; j < 8; j++)
-                t->sc[128 * b + 16 * (size_t)j + (size_t)n] = sc[j];
-            for (int p = 0; p < 4; p++) {
-                t->mp[128 * b + 32 * (size_t)p + 2 * (size_t)n] = (int16_t)m[2 * p];
-                t->mp[128 * b + 32 * (size_t)p + 2 * (size_t)n + 1] = (int16_t)m[2 * p + 1];
-            }
-            for (int c = 0; c < 4; c++)
-                for (int l = 0; l < 32; l++) {
-                    int q0 = qs[32 * c + l] & 0x0f, q1 = qs[32 * c + l] >> 4;
+                const bool five = type == GUFO_TENSOR_Q5_K;
+                const uint8_t *s = blk + 4, *qs = blk + (five ? 48 : 16);
+                m->d[n] = half_at(blk);
+                m->dmin[n] = half_at(blk + 2);
+                int sub[8], mn[8];
+                #pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    sub[j] = s[j] & 63;
+                    mn[j] = s[j + 4] & 63;
+                    sub[j + 4] = (s[j + 8] & 0x0f) | ((s[j] >> 6) << 4);
+                    mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
+                }
+                for (int g = 0; g < 16; g++)
+                    sc[g] = sub[g / 2];
+                for (int p = 0; p < 4; p++)
+                    m->mins[p][n] = (int32_t)((uint32_t)(uint16_t)mn[2 * p] | ((uint32_t)(uint16_t)mn[2 * p + 1] << 16));
+                for (int c = 0; c < 2; c++) {
+                    const __m512i raw = _mm512_loadu_si512(qs + 64 * c);
+                    __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
                     if (five) {
-                        q0 |= ((qh[l] >> (2 * c)) & 1) << 4;
-                        q1 |= ((qh[l] >> (2 * c + 1)) & 1) << 4;
+                        const __m512i qh = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)(blk + 16)));
+                        const __m512i h2 = _mm512_shuffle_i64x2(qh, qh, 0x44);
+                        /* lo holds sub-blocks 4c (bytes 0-31) and 4c+2: bits 4c and 4c+2 of qh */
+                        const __m512i sl = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * c)), _mm256_set1_epi16((short)(4 * c + 2)), 1);
+                        const __m512i sh = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * c + 1)), _mm256_set1_epi16((short)(4 * c + 3)), 1);
+                        lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h2, sl), one), 4));
+                        hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(h2, sh), one), 4));
                     }
-                    unpacked[n][64 * c + l] = (uint8_t)q0;
-                    unpacked[n][64 * c + 32 + l] = (uint8_t)q1;
-                }
-        }
-        for (int j = 0; j < 8; j++) {
-            const uint8_t *rows[16];
-            for (int n = 0; n < 16; n++)
-                rows[n] = unpacked[n] + 32 * j;
-            to_tile_layout(rows, 8, t->b + 4096 * b + 512 * (size_t)j);
-        }
-    }
-}
-
-/* Q6_K: per super-block 16 group tiles (16 x 256 bytes, K = 16) of q - 32,
- * then sc[nb][16][16] int32 and d[nb][16]. */
-static void prepare_q6_k(const uint8_t *w, size_t row_bytes, size_t nb, uint8_t *buf, k_tiles *t)
-{
-    t->b = buf;
-    t->sc = (int32_t *)(void *)(buf + nb * 4096);
-    t->d = (float *)(void *)(t->sc + nb * 256);
-    t->mp = NULL;
-    t->dmin = NULL;
-    uint8_t unpacked[16][256];
-    for (size_t b = 0; b < nb; b++) {
-        for (int n = 0; n < 16; n++) {
-            const uint8_t *blk = w + (size_t)n * row_bytes + 210 * b;
-            const int8_t *sc = (const int8_t *)(blk + 192);
-            t->d[16 * b + (size_t)n] = half_at(blk + 208);
-            for (int g = 0; g < 16; g++)
-                t->sc[256 * b + 16 * (size_t)g + (size_t)n] = sc[g];
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
-                for (int l = 0; l < 32; l++) {
-                    const int q[4] = {
-                        (ql[l] & 0x0f) | ((qh[l] & 3) << 4),
-                        (ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4),
-                        (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4),
-                        (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4),
-                    };
-                    for (int k = 0; k < 4; k++)
-                        unpacked[n][128 * h + 32 * k + l] = (uint8_t)(int8_t)(q[k] - 32);
+                    /* lo = [sub 4c | sub 4c+2], hi = [sub 4c+1 | sub 4c+3] -> order 4c..4c+3 */
+                    e[2 * c] = _mm512_shuffle_i64x2(lo, hi, 0x44);
+                    e[2 * c + 1] = _mm512_shuffle_i64x2(lo, hi, 0xEE);
                 }
             }
-        }
-        for (int g = 0; g < 16; g++) {
-            const uint8_t *rows[16];
-            for (int n = 0; n < 16; n++)
-                rows[n] = unpacked[n] + 16 * g;
-            to_tile_layout(rows, 4, t->b + 4096 * b + 256 * (size_t)g);
+            for (int pass = 0; pass < passes; pass++) {
+                int8_t *dst = planes + (size_t)pass * plane + (size_t)n * cols + 256 * b;
+                #pragma GCC unroll 4
+                for (int i = 0; i < 4; i++) {
+                    __m512i digit;
+                    int dg[4];
+                    for (int g = 0; g < 4; g++) {
+                        const int s = sc[4 * i + g];
+                        dg[g] = type == GUFO_TENSOR_Q4_K   ? (pass == 0 ? s & 7 : s >> 3)
+                                : type == GUFO_TENSOR_Q5_K ? (s >> (2 * pass)) & 3
+                                : pass < 4                 ? ((s + 128) >> (2 * pass)) & 3
+                                                           : 1;
+                    }
+                    digit = _mm512_inserti64x4(
+                        _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi8((char)dg[1]), _mm_set1_epi8((char)dg[0]))),
+                        _mm256_set_m128i(_mm_set1_epi8((char)dg[3]), _mm_set1_epi8((char)dg[2])), 1);
+                    _mm512_storeu_si512(dst + 64 * i, times_digit(e[i], digit));
+                }
+            }
         }
     }
 }
 
 /* ---- the products ----------------------------------------------------------------------- */
 
-/* Where the prepared weights go, after the tile-sized scratch of a call. */
+/* The thread's buffer: tile configuration, a 16 x 16 output tile, the sums of
+ * one tile pair (one 1 KiB tile per Q8_0 block, `passes` per K-quant
+ * super-block), then the unpacked weights. */
 typedef struct amx_scratch {
     tile_config *cfg;
-    int32_t *c;       /* 16 tiles of 16 x 16 int32 (one per K-quant sub-block or Q6_K group) */
+    float *out;
+    int32_t *c;
     uint8_t *weights;
 } amx_scratch;
 
-static amx_scratch scratch_of(void *buf)
+static amx_scratch scratch_of(void *buf, size_t cols)
 {
     uint8_t *p = buf;
-    amx_scratch s = {.cfg = (tile_config *)(void *)p, .c = (int32_t *)(void *)(p + 64),
-                     .weights = p + 64 + 16 * 1024};
+    const size_t sums = (cols / 32) * 1024; /* the larger of Q8_0's and Q6_K's (cols / 256 * 5 KiB) */
+    amx_scratch s = {.cfg = (tile_config *)(void *)p, .out = (float *)(void *)(p + 64),
+                     .c = (int32_t *)(void *)(p + 64 + 1024), .weights = p + 64 + 1024 + sums};
     return s;
+}
+
+/* The tile-layout activations behind the row-major ones (gufo_x_cpu_matmul's layout). */
+static const uint8_t *tiles_of(const uint8_t *acts, size_t act_stride, size_t n_vec)
+{
+    return acts + align64(n_vec * act_stride);
+}
+
+/* Writes a 16 (rows) x 16 (vectors, lanes) tile of results to y[v][r0 + r]. */
+static inline void store_transposed(const __m512 acc[16], float *y, size_t y_stride)
+{
+    __m512i r[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = _mm512_castps_si512(acc[i]);
+    transpose16(r);
+    for (int v = 0; v < 16; v++)
+        _mm512_storeu_si512(y + (size_t)v * y_stride, r[v]);
+}
+
+/* Hands what the tiles did not cover to the AVX-512 kernels: vectors past
+ * the last whole 16 for the tiled rows, and every vector for rows past the
+ * last whole 16. */
+static void rest_of(gufo_tensor_type type, const uint8_t *w, size_t row_bytes, size_t n_rows, size_t full_rows,
+                    size_t cols, const uint8_t *acts, size_t act_stride, size_t n_vec, size_t full_vec, float *y,
+                    size_t y_stride, void *buf)
+{
+    gufo_cpu_q8_rows_fn rest = gufo_cpu_q8_rows_x86(GUFO_X_CPU_ISA_AVX512_VNNI, type);
+    if (full_rows && n_vec > full_vec)
+        rest(w, row_bytes, full_rows, cols, acts + full_vec * act_stride, act_stride, n_vec - full_vec,
+             y + full_vec * y_stride, y_stride, buf);
+    if (n_rows > full_rows)
+        rest(w + full_rows * row_bytes, row_bytes, n_rows - full_rows, cols, acts, act_stride, n_vec, y + full_rows,
+             y_stride, buf);
 }
 
 static void rows_q8_0_like(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols, const uint8_t *acts,
@@ -241,43 +338,91 @@ static void rows_q8_0_like(const uint8_t *w, size_t row_bytes, size_t n_rows, si
 {
     const gufo_tensor_type type = four ? GUFO_TENSOR_Q4_0 : GUFO_TENSOR_Q8_0;
     const size_t nb = cols / 32, full_rows = n_rows / 16 * 16, full_vec = n_vec / 16 * 16;
-    const gufo_cpu_acts a0 = gufo_cpu_acts_at(acts, cols);
-    const size_t d_at = (size_t)((const uint8_t *)a0.d - acts);
-    amx_scratch s = scratch_of(buf);
+    const size_t tile_bytes = gufo_cpu_tile_acts_bytes(cols), d_at = align64(cols * 16);
+    const uint8_t *tiles = tiles_of(acts, act_stride, n_vec);
+    amx_scratch s = scratch_of(buf, cols);
     if (full_rows && full_vec) {
-        amx_configure(s.cfg, 32);
+        amx_configure(s.cfg, 32, 0x30);
+        float *dw = (float *)(void *)s.weights; /* [nb][16] */
+        int8_t *unpacked = (int8_t *)(void *)(s.weights + align64(nb * 64)); /* [16][cols] */
         for (size_t r0 = 0; r0 < full_rows; r0 += 16) {
-            uint8_t *b_tiles;
-            float *dw;
-            prepare_q8_0(w + r0 * row_bytes, row_bytes, nb, four, s.weights, &b_tiles, &dw);
-            for (size_t v0 = 0; v0 < full_vec; v0 += 16) {
-                const uint8_t *av = acts + v0 * act_stride;
-                __m512 acc[16];
-                for (int v = 0; v < 16; v++)
-                    acc[v] = _mm512_setzero_ps();
+            const uint8_t *g = w + r0 * row_bytes;
+            for (size_t b = 0; b < nb; b++)
+                for (int r = 0; r < 16; r++)
+                    dw[16 * b + (size_t)r] = half_at(g + (size_t)r * row_bytes + (four ? 18 : 34) * b);
+            /* The 16 rows' quants as one int8 plane [16][cols]: tile loads then
+             * read compact lines (Q4_0 unpacked to q - 8 on the way). */
+            for (int r = 0; r < 16; r++)
                 for (size_t b = 0; b < nb; b++) {
-                    amx_block((const int8_t *)(av + 32 * b), act_stride, b_tiles + 512 * b, s.c);
-                    const __m512 dwv = _mm512_loadu_ps(dw + 16 * b);
-                    for (int v = 0; v < 16; v++) {
-                        const float *da = (const float *)(const void *)(av + (size_t)v * act_stride + d_at);
-                        const __m512i isum = _mm512_load_si512(s.c + 16 * v);
-                        const __m512 scale = _mm512_mul_ps(dwv, _mm512_set1_ps(da[b]));
-                        acc[v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), scale, acc[v]);
-                    }
+                    const uint8_t *blk = g + (size_t)r * row_bytes + (four ? 18 : 34) * b + 2;
+                    int8_t *dst = unpacked + (size_t)r * cols + 32 * b;
+                    if (four)
+                        for (int i = 0; i < 16; i++) {
+                            dst[i] = (int8_t)((blk[i] & 0x0f) - 8);
+                            dst[16 + i] = (int8_t)((blk[i] >> 4) - 8);
+                        }
+                    else
+                        memcpy(dst, blk, 32);
                 }
-                for (int v = 0; v < 16; v++)
-                    _mm512_storeu_ps(y + (v0 + (size_t)v) * y_stride + r0, acc[v]);
+            for (size_t v0 = 0; v0 < full_vec; v0 += 16) {
+                const uint8_t *bt = tiles + v0 / 16 * tile_bytes;
+                const float *da = (const float *)(const void *)(bt + d_at);
+                /* Four blocks per round (four C tiles in flight; A and B loads
+                 * alternate between two tiles each so none waits on a product). */
+                size_t b = 0;
+                for (; b + 4 <= nb; b += 4) {
+                    const int8_t *a = unpacked + 32 * b;
+                    const uint8_t *bb = bt + 512 * b;
+                    TZERO(0);
+                    TZERO(1);
+                    TZERO(2);
+                    TZERO(3);
+                    TLOAD(4, a, cols);
+                    TLOAD(6, bb, 64);
+                    TDP(0, 4, 6);
+                    TLOAD(5, a + 32, cols);
+                    TLOAD(7, bb + 512, 64);
+                    TDP(1, 5, 7);
+                    TLOAD(4, a + 64, cols);
+                    TLOAD(6, bb + 1024, 64);
+                    TDP(2, 4, 6);
+                    TLOAD(5, a + 96, cols);
+                    TLOAD(7, bb + 1536, 64);
+                    TDP(3, 5, 7);
+                    TSTORE(0, s.c + 256 * b);
+                    TSTORE(1, s.c + 256 * (b + 1));
+                    TSTORE(2, s.c + 256 * (b + 2));
+                    TSTORE(3, s.c + 256 * (b + 3));
+                }
+                for (; b < nb; b++) {
+                    TZERO(0);
+                    TLOAD(4, unpacked + 32 * b, cols);
+                    TLOAD(6, bt + 512 * b, 64);
+                    TDP(0, 4, 6);
+                    TSTORE(0, s.c + 256 * b);
+                }
+                __m512 out[16];
+                for (int r = 0; r < 16; r += 4) {
+                    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+                    for (size_t k = 0; k < nb; k++) {
+                        const __m512 dav = _mm512_load_ps(da + 16 * k);
+                        const int32_t *ck = s.c + 256 * k + 16 * r;
+                        #pragma GCC unroll 4
+                        for (int i = 0; i < 4; i++)
+                            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(ck + 16 * i)),
+                                                     _mm512_mul_ps(_mm512_set1_ps(dw[16 * k + (size_t)(r + i)]), dav),
+                                                     acc[i]);
+                    }
+                    #pragma GCC unroll 4
+                    for (int i = 0; i < 4; i++)
+                        out[r + i] = acc[i];
+                }
+                store_transposed(out, y + v0 * y_stride + r0, y_stride);
             }
         }
         amx_release();
     }
-    gufo_cpu_q8_rows_fn rest = gufo_cpu_q8_rows_x86(GUFO_X_CPU_ISA_AVX512_VNNI, type);
-    if (full_rows && n_vec > full_vec)
-        rest(w, row_bytes, full_rows, cols, acts + full_vec * act_stride, act_stride, n_vec - full_vec,
-             y + full_vec * y_stride, y_stride, buf);
-    if (n_rows > full_rows)
-        rest(w + full_rows * row_bytes, row_bytes, n_rows - full_rows, cols, acts, act_stride, n_vec,
-             y + full_rows, y_stride, buf);
+    rest_of(type, w, row_bytes, n_rows, full_rows, cols, acts, act_stride, n_vec, full_vec, y, y_stride, buf);
 }
 
 static void rows_q8_0(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols, const uint8_t *acts,
@@ -292,73 +437,144 @@ static void rows_q4_0(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
     rows_q8_0_like(w, row_bytes, n_rows, cols, acts, act_stride, n_vec, y, y_stride, buf, true);
 }
 
+/* One super-block's sums for a (16-row, 16-vector) tile: `passes` C tiles, K =
+ * 256 in four steps of 64, each step's activation tile loaded once for all
+ * passes. A (weights) rows are `cols` apart in each pass's plane. */
+static void issue_k(gufo_tensor_type type, const int8_t *a, size_t cols, const uint8_t *bt, int32_t *c)
+{
+    const size_t plane = 16 * cols;
+    switch (type) {
+    case GUFO_TENSOR_Q4_K: /* C tmm0-1, A tmm4-5, B tmm6 */
+        TZERO(0);
+        TZERO(1);
+        for (int step = 0; step < 4; step++, a += 64, bt += 1024) {
+            TLOAD(6, bt, 64);
+            TLOAD(4, a, cols);
+            TDP(0, 4, 6);
+            TLOAD(5, a + plane, cols);
+            TDP(1, 5, 6);
+        }
+        TSTORE(0, c);
+        TSTORE(1, c + 256);
+        break;
+    case GUFO_TENSOR_Q5_K: /* C tmm0-2, A tmm4-5, B tmm6 */
+        TZERO(0);
+        TZERO(1);
+        TZERO(2);
+        for (int step = 0; step < 4; step++, a += 64, bt += 1024) {
+            TLOAD(6, bt, 64);
+            TLOAD(4, a, cols);
+            TDP(0, 4, 6);
+            TLOAD(5, a + plane, cols);
+            TDP(1, 5, 6);
+            TLOAD(4, a + 2 * plane, cols);
+            TDP(2, 4, 6);
+        }
+        TSTORE(0, c);
+        TSTORE(1, c + 256);
+        TSTORE(2, c + 512);
+        break;
+    default: /* Q6_K: C tmm0-4, A tmm5, B tmm6 */
+        TZERO(0);
+        TZERO(1);
+        TZERO(2);
+        TZERO(3);
+        TZERO(4);
+        for (int step = 0; step < 4; step++, a += 64, bt += 1024) {
+            TLOAD(6, bt, 64);
+            TLOAD(5, a, cols);
+            TDP(0, 5, 6);
+            TLOAD(5, a + plane, cols);
+            TDP(1, 5, 6);
+            TLOAD(5, a + 2 * plane, cols);
+            TDP(2, 5, 6);
+            TLOAD(5, a + 3 * plane, cols);
+            TDP(3, 5, 6);
+            TLOAD(5, a + 4 * plane, cols);
+            TDP(4, 5, 6);
+        }
+        TSTORE(0, c);
+        TSTORE(1, c + 256);
+        TSTORE(2, c + 512);
+        TSTORE(3, c + 768);
+        TSTORE(4, c + 1024);
+        break;
+    }
+}
+
+/* S1 of one row (16 vectors) from its row of each pass's sums (see the top). */
+static inline __m512i combine_k(gufo_tensor_type type, const int32_t *c)
+{
+    const __m512i c0 = _mm512_load_si512(c), c1 = _mm512_load_si512(c + 256);
+    if (type == GUFO_TENSOR_Q4_K)
+        return _mm512_add_epi32(c0, _mm512_slli_epi32(c1, 3));
+    const __m512i c2 = _mm512_load_si512(c + 512);
+    __m512i s = _mm512_add_epi32(_mm512_add_epi32(c0, _mm512_slli_epi32(c1, 2)), _mm512_slli_epi32(c2, 4));
+    if (type == GUFO_TENSOR_Q5_K)
+        return s;
+    s = _mm512_add_epi32(s, _mm512_slli_epi32(_mm512_load_si512(c + 768), 6));
+    return _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_load_si512(c + 1024), 7));
+}
+
 static void rows_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols, const uint8_t *acts,
                    size_t act_stride, size_t n_vec, float *y, size_t y_stride, void *buf, gufo_tensor_type type)
 {
     const bool six = type == GUFO_TENSOR_Q6_K;
-    const int groups = six ? 16 : 8, k_bytes = six ? 16 : 32;
+    const int passes = k_passes(type);
     const size_t nb = cols / 256, full_rows = n_rows / 16 * 16, full_vec = n_vec / 16 * 16;
-    const gufo_cpu_acts a0 = gufo_cpu_acts_at(acts, cols);
-    const size_t d_at = (size_t)((const uint8_t *)a0.d - acts), s16_at = (size_t)((const uint8_t *)a0.s16 - acts);
+    const size_t tile_bytes = gufo_cpu_tile_acts_bytes(cols), d_at = align64(cols * 16);
+    const size_t ap_at = d_at + align64(cols / 32 * 64);
+    const uint8_t *tiles = tiles_of(acts, act_stride, n_vec);
     const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
-    amx_scratch s = scratch_of(buf);
+    amx_scratch s = scratch_of(buf, cols);
     if (full_rows && full_vec) {
-        amx_configure(s.cfg, k_bytes);
+        amx_configure(s.cfg, 64, six ? 0x20 : 0x30);
+        k_row_meta *meta = (k_row_meta *)(void *)s.weights;
+        int8_t *planes = (int8_t *)(void *)(s.weights + align64(nb * sizeof(k_row_meta)));
         for (size_t r0 = 0; r0 < full_rows; r0 += 16) {
-            k_tiles t;
-            if (six)
-                prepare_q6_k(w + r0 * row_bytes, row_bytes, nb, s.weights, &t);
-            else
-                prepare_q45_k(w + r0 * row_bytes, row_bytes, nb, type == GUFO_TENSOR_Q5_K, s.weights, &t);
+            prepare_k(type, w + r0 * row_bytes, row_bytes, cols, planes, meta);
             for (size_t v0 = 0; v0 < full_vec; v0 += 16) {
-                const uint8_t *av = acts + v0 * act_stride;
-                __m512 acc[16];
-                for (int v = 0; v < 16; v++)
-                    acc[v] = _mm512_setzero_ps();
-                for (size_t b = 0; b < nb; b++) {
-                    for (int g = 0; g < groups; g++)
-                        amx_block((const int8_t *)(av + 256 * b + (size_t)(k_bytes * g)), act_stride,
-                                  t.b + 4096 * b + (size_t)(k_bytes * 16 * g), s.c + 256 * g);
-                    const __m512 dv = _mm512_loadu_ps(t.d + 16 * b);
-                    const int32_t *scb = t.sc + (size_t)(16 * groups) * b;
-                    for (int v = 0; v < 16; v++) {
-                        __m512i s1 = _mm512_setzero_si512();
-                        for (int g = 0; g < groups; g++)
-                            s1 = _mm512_add_epi32(s1, _mm512_mullo_epi32(_mm512_load_si512(s.c + 256 * g + 16 * v),
-                                                                         _mm512_loadu_si512(scb + 16 * g)));
-                        const uint8_t *vec = av + (size_t)v * act_stride;
-                        const float da = ((const float *)(const void *)(vec + d_at))[b];
-                        acc[v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(dv, _mm512_set1_ps(da)),
-                                                 acc[v]);
-                        if (!six) {
-                            const int16_t *s16 = (const int16_t *)(const void *)(vec + s16_at) + 16 * b;
-                            __m512i s2 = _mm512_setzero_si512();
-                            for (int p = 0; p < 4; p++) {
-                                /* (A_2p, A_2p+1): the activation sums of sub-blocks 2p and 2p+1. */
-                                const int32_t lo = s16[4 * p] + s16[4 * p + 1], hi = s16[4 * p + 2] + s16[4 * p + 3];
-                                const int32_t pair = (int32_t)((uint32_t)(uint16_t)lo | ((uint32_t)(uint16_t)hi << 16));
-                                s2 = _mm512_dpwssd_epi32(s2, _mm512_loadu_si512(t.mp + 128 * b + 32 * (size_t)p),
-                                                         _mm512_set1_epi32(pair));
+                const uint8_t *bt = tiles + v0 / 16 * tile_bytes;
+                const float *da = (const float *)(const void *)(bt + d_at);
+                const int32_t *ap = (const int32_t *)(const void *)(bt + ap_at);
+                for (size_t b = 0; b < nb; b++)
+                    issue_k(type, planes + 256 * b, cols, bt + 64 * b * 64, s.c + b * (size_t)passes * 256);
+                __m512 out[16];
+                for (int r = 0; r < 16; r += 4) {
+                    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+                    for (size_t b = 0; b < nb; b++) {
+                        const int32_t *cb = s.c + b * (size_t)passes * 256 + 16 * r;
+                        const k_row_meta *m = &meta[b];
+                        const __m512 dav = _mm512_load_ps(da + 16 * b);
+                        #pragma GCC unroll 4
+                        for (int i = 0; i < 4; i++) {
+                            const __m512i s1 = combine_k(type, cb + 16 * i);
+                            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(_mm512_set1_ps(m->d[r + i]), dav),
+                                                     acc[i]);
+                            if (!six) {
+                                __m512i s2 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_load_si512(ap + 64 * b),
+                                                                 _mm512_set1_epi32(m->mins[0][r + i]));
+                                s2 = _mm512_dpwssd_epi32(s2, _mm512_load_si512(ap + 64 * b + 16),
+                                                         _mm512_set1_epi32(m->mins[1][r + i]));
+                                s2 = _mm512_dpwssd_epi32(s2, _mm512_load_si512(ap + 64 * b + 32),
+                                                         _mm512_set1_epi32(m->mins[2][r + i]));
+                                s2 = _mm512_dpwssd_epi32(s2, _mm512_load_si512(ap + 64 * b + 48),
+                                                         _mm512_set1_epi32(m->mins[3][r + i]));
+                                acc[i] = _mm512_fmadd_ps(_mm512_xor_ps(_mm512_cvtepi32_ps(s2), sign),
+                                                         _mm512_mul_ps(_mm512_set1_ps(m->dmin[r + i]), dav), acc[i]);
                             }
-                            const __m512 s2f = _mm512_xor_ps(_mm512_cvtepi32_ps(s2), sign);
-                            acc[v] = _mm512_fmadd_ps(
-                                s2f, _mm512_mul_ps(_mm512_loadu_ps(t.dmin + 16 * b), _mm512_set1_ps(da)), acc[v]);
                         }
                     }
+                    #pragma GCC unroll 4
+                    for (int i = 0; i < 4; i++)
+                        out[r + i] = acc[i];
                 }
-                for (int v = 0; v < 16; v++)
-                    _mm512_storeu_ps(y + (v0 + (size_t)v) * y_stride + r0, acc[v]);
+                store_transposed(out, y + v0 * y_stride + r0, y_stride);
             }
         }
         amx_release();
     }
-    gufo_cpu_q8_rows_fn rest = gufo_cpu_q8_rows_x86(GUFO_X_CPU_ISA_AVX512_VNNI, type);
-    if (full_rows && n_vec > full_vec)
-        rest(w, row_bytes, full_rows, cols, acts + full_vec * act_stride, act_stride, n_vec - full_vec,
-             y + full_vec * y_stride, y_stride, buf);
-    if (n_rows > full_rows)
-        rest(w + full_rows * row_bytes, row_bytes, n_rows - full_rows, cols, acts, act_stride, n_vec,
-             y + full_rows, y_stride, buf);
+    rest_of(type, w, row_bytes, n_rows, full_rows, cols, acts, act_stride, n_vec, full_vec, y, y_stride, buf);
 }
 
 static void rows_q4_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols, const uint8_t *acts,
@@ -400,6 +616,15 @@ gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_amx(gufo_tensor_type type)
 }
 
 #else
+
+void gufo_cpu_tile_acts(const uint8_t *acts, size_t act_stride, uint64_t cols, uint32_t block, uint8_t *out)
+{
+    (void)acts;
+    (void)act_stride;
+    (void)cols;
+    (void)block;
+    (void)out;
+}
 
 gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_amx(gufo_tensor_type type)
 {

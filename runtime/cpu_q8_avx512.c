@@ -30,9 +30,11 @@
 static inline void reduce_steps12(const __m512i p[16], __m512i u[4])
 {
     __m512i t[8];
+    #pragma GCC unroll 8
     for (int i = 0; i < 8; i++)
         t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2 * i], p[2 * i + 1]),
                                 _mm512_unpackhi_epi32(p[2 * i], p[2 * i + 1]));
+    #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
         u[j] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * j], t[2 * j + 1]),
                                 _mm512_unpackhi_epi64(t[2 * j], t[2 * j + 1]));
@@ -97,6 +99,7 @@ static void rows_q8_0(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
             for (; b + 2 <= nb; b += 2) {
                 const __m512i av = _mm512_load_si512(a.q + 32 * b);
                 __m512i p[16];
+                #pragma GCC unroll 16
                 for (int r = 0; r < 16; r++) {
                     const uint8_t *blk = g + (size_t)r * row_bytes + 34 * b + 2;
                     const __m512i wv = _mm512_inserti64x4(
@@ -118,6 +121,7 @@ static void rows_q8_0(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
             if (b < nb) { /* an odd last block: the upper halves are zero */
                 const __m512i av = _mm512_castsi256_si512(_mm256_load_si256((const __m256i *)(const void *)(a.q + 32 * b)));
                 __m512i p[16];
+                #pragma GCC unroll 16
                 for (int r = 0; r < 16; r++) {
                     const uint8_t *blk = g + (size_t)r * row_bytes + 34 * b + 2;
                     const __m512i wv = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)blk));
@@ -146,12 +150,15 @@ typedef struct q4k_meta {
     __m512i mins[4];     /* (m0, m2), (m1, m3), (m4, m6), (m5, m7) of the 16 rows as int16 pairs */
 } q4k_meta;
 
-static void q4k_unpack(const uint8_t *g, size_t nb, __m512i idx, q4k_meta *meta)
+/* Super-block b's metadata for the 16 rows of a group, unpacked when the
+ * block is first read (the first vector), so a block's header and quants of
+ * the 16 rows are fetched together. */
+static void q4k_unpack(const uint8_t *g, size_t b0, size_t nb, __m512i idx, q4k_meta *meta)
 {
     const __m512i six = _mm512_set1_epi8(0x3f), low4 = _mm512_set1_epi8(0x0f), top2 = _mm512_set1_epi8(0x30);
     const __m512i byte_pairs = _mm512_set1_epi32(0x00ff00ff);
     const __m512i first8 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), last8 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-    for (size_t b = 0; b < nb; b++) {
+    for (size_t b = b0; b < nb; b++) {
         const uint8_t *blk = g + 144 * b;
         q4k_meta *m = &meta[b];
         const __m512i dd = gather_rows(blk, idx);
@@ -207,16 +214,18 @@ static void rows_q4_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
     size_t r0 = 0;
     for (; r0 + 16 <= n_rows; r0 += 16) {
         const uint8_t *g = w + r0 * row_bytes;
-        q4k_unpack(g, nb, idx, meta);
         for (size_t v = 0; v < n_vec; v++) {
             const gufo_cpu_acts a = gufo_cpu_acts_at(acts + v * act_stride, cols);
             __m512 acc = _mm512_setzero_ps();
             for (size_t b = 0; b < nb; b++) {
+                if (v == 0)
+                    q4k_unpack(g, b, b + 1, idx, meta);
                 const q4k_meta *m = &meta[b];
                 const int8_t *aq = a.q + 256 * b;
                 const __m512i av[4] = {two_halves(aq, aq + 64), two_halves(aq + 32, aq + 96),
                                        two_halves(aq + 128, aq + 192), two_halves(aq + 160, aq + 224)};
                 __m512i p[16];
+                #pragma GCC unroll 16
                 for (int r = 0; r < 16; r++) {
                     const uint8_t *qs = g + (size_t)r * row_bytes + 144 * b + 16;
                     const __m512i q0 = _mm512_loadu_si512(qs), q1 = _mm512_loadu_si512(qs + 64);
@@ -224,6 +233,7 @@ static void rows_q4_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
                     const __m512i q[4] = {_mm512_and_si512(q0, low4), _mm512_and_si512(_mm512_srli_epi16(q0, 4), low4),
                                           _mm512_and_si512(q1, low4), _mm512_and_si512(_mm512_srli_epi16(q1, 4), low4)};
                     __m512i sum = _mm512_setzero_si512();
+                    #pragma GCC unroll 4
                     for (int k = 0; k < 4; k++)
                         sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(q[k], av[k]),
                                                   _mm512_shuffle_epi8(sc, pat[k]));
@@ -262,6 +272,7 @@ static void rows_q6_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
     const __m512i shift_a = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i shift_b = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
     __m512i group_idx[4];
+    #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         int16_t g[32];
         for (int l = 0; l < 32; l++)
@@ -282,6 +293,7 @@ static void rows_q6_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
                                        _mm512_load_si512(aq + 192)};
                 const __m256i as = _mm256_loadu_si256((const __m256i *)(const void *)(a.s16 + 16 * b));
                 __m512i p[16];
+                #pragma GCC unroll 16
                 for (int r = 0; r < 16; r++) {
                     const uint8_t *blk = g + (size_t)r * row_bytes + 210 * b;
                     const __m512i ql0 = _mm512_loadu_si512(blk), ql1 = _mm512_loadu_si512(blk + 64);
@@ -291,6 +303,7 @@ static void rows_q6_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
                     /* -32 * sum_g sc_g A_g, in the lanes of the partial sums. */
                     __m512i sum = _mm512_sub_epi32(_mm512_setzero_si512(),
                                                    _mm512_zextsi256_si512(_mm256_slli_epi32(_mm256_madd_epi16(sc16, as), 5)));
+                    #pragma GCC unroll 2
                     for (int h = 0; h < 2; h++) {
                         const __m512i ql = h ? ql1 : ql0;
                         const __m512i hb = _mm512_shuffle_i64x2(qh, qh, h ? 0xEE : 0x44);
