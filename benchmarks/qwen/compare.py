@@ -59,11 +59,16 @@ import gguf_info  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 TYPES = ["q4_k_m", "q8_0", "bf16"]
 
-# Targets of issue 5 (gufo / llama.cpp, and fraction of the bandwidth roofline).
-TARGET_DECODE = 2.0
-TARGET_PREFILL = 1.5
-TARGET_STREAMS = 2.0
-TARGET_ROOFLINE = 0.70
+# Targets (gufo / llama.cpp, and fraction of the bandwidth roofline): issue 5's on the GPU,
+# issue 23's on the CPU (--cpu).
+TARGETS = {
+    "gpu": {"decode": 2.0, "prefill": 1.5, "streams": 2.0, "roofline": 0.70},
+    "cpu": {"decode": 1.0, "prefill": 1.0, "streams": 1.0, "roofline": 0.80},
+}
+
+
+def targets_of(report):
+    return TARGETS["cpu" if report.get("mode") == "cpu" else "gpu"]
 
 
 # ---- small helpers ----------------------------------------------------------------------------
@@ -213,12 +218,35 @@ def gufo_serving_provider(args, model, budget, log):
     # --verbose lists each candidate as "  - ID (extension X): accepted" or ": <why it declined>".
     declined = [line.strip().lstrip("- ") for line in err.splitlines()
                 if line.startswith("  - ") and not line.rstrip().endswith(": accepted")]
+    # qwen-cpu logs its numerics and the runtime's CPU kernel family at load (shown with --verbose).
+    for line in err.splitlines():
+        if "CPU kernels" in line and "qwen-cpu: " in line:
+            args.gufo_cpu_kernels_seen = line.split("qwen-cpu: ", 1)[1].strip()
     return serving, "; ".join(declined) or "see logs.txt"
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def load_average():
+    try:
+        return "%.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        return None
 
 
 def machine_facts(args):
     facts = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-             "host": socket.gethostname(), "cpus": os.cpu_count()}
+             "host": socket.gethostname(), "cpus": os.cpu_count(), "cpu": cpu_model(),
+             "load_at_start": load_average()}
     if shutil.which("nvidia-smi"):
         try:
             facts["gpu"] = subprocess.run(
@@ -237,10 +265,45 @@ def machine_facts(args):
 
 # ---- bandwidth --------------------------------------------------------------------------------------
 
+def measure_cpu_bandwidth(args, log, workdir):
+    """membw_cpu.c compiled with the system C compiler (native flags: it is a probe, not shipped code),
+    run with the benchmark's thread count. The CPU roofline divides by read_gbs: a decode step reads
+    its weights, it does not copy them."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        return {"error": "no C compiler for membw_cpu.c"}
+    exe = os.path.join(workdir, "membw_cpu")
+    rc, _, err, _, _ = run_command([cc, "-O2", "-march=native", "-pthread", "-o", exe,
+                                    os.path.join(HERE, "membw_cpu.c")], 120, log)
+    if rc != 0:
+        return {"error": "membw_cpu.c did not compile: %s" % tail(err, 200).strip()}
+    threads = args.threads or os.cpu_count() or 1
+    rc, out, err, _, _ = run_command([exe, str(threads), "2048"], 300, log)
+    try:
+        result = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError) as e:
+        return {"error": "membw_cpu (rc %s): %s" % (rc, e)}
+    result["how"] = "membw_cpu.c, %d threads, 2 GiB" % threads
+    result["roofline_gbs"] = result["read_gbs"]
+    return result
+
+
 def measure_bandwidth(args, log, workdir):
-    """{"copy_gbs", "read_gbs", "how"} or {"error"}: the roofline's denominator."""
+    """{"copy_gbs", "read_gbs", "roofline_gbs", "how"} or {"error"}: roofline_gbs is the roofline's
+    denominator (the GPU's copy rate, like the brief's HBM figure; the CPU's read rate)."""
     if args.bandwidth_gbs:
-        return {"copy_gbs": args.bandwidth_gbs, "read_gbs": args.bandwidth_gbs, "how": "given (--bandwidth-gbs)"}
+        return {"copy_gbs": args.bandwidth_gbs, "read_gbs": args.bandwidth_gbs, "roofline_gbs": args.bandwidth_gbs,
+                "how": "given (--bandwidth-gbs)"}
+    if args.cpu:
+        return measure_cpu_bandwidth(args, log, workdir)
+    result = measure_gpu_bandwidth(args, log, workdir)
+    if "copy_gbs" in result:
+        result["roofline_gbs"] = result["copy_gbs"]
+    return result
+
+
+def measure_gpu_bandwidth(args, log, workdir):
+    """{"copy_gbs", "read_gbs", "how"} or {"error"}."""
     nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
     reasons = []
     if nvcc and shutil.which("nvidia-smi"):
@@ -616,16 +679,23 @@ def ratio_cell(g, l, target):
 def render_markdown(report):
     lines = ["# Qwen3 benchmark: gufo vs llama.cpp", ""]
     m = report["machine"]
-    lines.append("- machine: %s; %s CPUs; %s" % (m.get("gpu", "no GPU (CPU run)"), m.get("cpus"), m.get("date")))
+    target = targets_of(report)
+    lines.append("- machine: %s; %s CPUs (%s); %s" % (m.get("gpu", "no GPU (CPU run)"), m.get("cpus"),
+                                                      m.get("cpu", "?"), m.get("date")))
+    if m.get("load_at_start") or m.get("load_at_end"):
+        lines.append("- load average (1, 5, 15 min) at start / end: %s / %s" % (m.get("load_at_start", "?"),
+                                                                              m.get("load_at_end", "?")))
+    if m.get("gufo_cpu_kernels"):
+        lines.append("- gufo qwen-cpu: %s" % m["gufo_cpu_kernels"])
     lines.append("- gufo: %s (provider %s)" % (m.get("gufo_version", "?"),
                                                report.get("gufo_provider") or "none on this machine"))
     if report.get("gufo_note"):
         lines.append("- gufo note: %s" % report["gufo_note"])
     lines.append("- llama.cpp: %s" % report.get("llama_cpp_build", "?"))
     bw = report.get("bandwidth", {})
-    lines.append("- bandwidth: %s" % (("copy %.0f GB/s, read %s GB/s (%s)" % (
-        bw["copy_gbs"], fmt(bw.get("read_gbs"), 0), bw.get("how"))) if bw.get("copy_gbs") else
-        "not measured: %s" % bw.get("error", "?")))
+    lines.append("- bandwidth: %s" % (("copy %.0f GB/s, read %s GB/s (%s); the roofline divides by %.1f GB/s" % (
+        bw["copy_gbs"], fmt(bw.get("read_gbs"), 1), bw.get("how"), bw.get("roofline_gbs") or bw["copy_gbs"]))
+        if bw.get("copy_gbs") else "not measured: %s" % bw.get("error", "?")))
     lines.append("- command: `%s`" % report["command"])
     lines.append("")
     for t in report["types"]:
@@ -648,17 +718,17 @@ def render_markdown(report):
             e = tests[name]
             l, g = e.get("llama.cpp"), e.get("gufo")
             if name.startswith("pp"):
-                target = TARGET_PREFILL
+                goal = target["prefill"]
             elif name.startswith("tg") and name.endswith("@d0"):
-                target = TARGET_DECODE
+                goal = target["decode"]
             elif name.startswith("streams") and name != "streams1":
-                target = TARGET_STREAMS
+                goal = target["streams"]
             else:
-                target = None
-            r, met = ratio_cell(g, l, target)
+                goal = None
+            r, met = ratio_cell(g, l, goal)
             label = name if not name.startswith("streams") else "%s streams aggregate" % name[7:]
             lines.append("| %s | %s | %s | %s | %s | %s |" % (label, cell(l), cell(g), r,
-                                                             "≥ %.1f×" % target if target else "—", met))
+                                                             "≥ %.1f×" % goal if goal else "—", met))
         streams = [n for n in tests if n.startswith("streams")]
         if streams:
             lines.append("")
@@ -683,7 +753,7 @@ def render_markdown(report):
                 b, c, f = r["bytes_per_token"], r["roofline_tok_s"], r["fraction"]
                 lines.append("| %s | %.2f / %.2f | %s / %s | %s | %s | ≥ %d%% |" % (
                     r["test"], b["llama.cpp"] / 1e9, b["gufo"] / 1e9, fmt(c["llama.cpp"]), fmt(c["gufo"]),
-                    pct(f["llama.cpp"]), pct(f["gufo"]), TARGET_ROOFLINE * 100))
+                    pct(f["llama.cpp"]), pct(f["gufo"]), target["roofline"] * 100))
             lines.append("")
             lines.append("Bytes per token: every weight once, one embedding row, and the cached keys/values at "
                          "%s bytes per element for llama.cpp and %s for gufo (`--kv-bytes`, `--gufo-kv-bytes`)." % (
@@ -722,7 +792,7 @@ def sort_key(name):
 
 def summarize(report):
     """Roofline fractions and peak memory per type from the raw results."""
-    bw = report.get("bandwidth", {}).get("copy_gbs")
+    bw = report.get("bandwidth", {}).get("roofline_gbs") or report.get("bandwidth", {}).get("copy_gbs")
     for t, res in report["results"].items():
         info = res.get("model")
         if not info:
@@ -777,7 +847,8 @@ def compare(args):
     log = Log(os.path.join(args.out, "logs.txt"))
     budget = Budget(args.budget_s)
     report = {"command": " ".join(sys.argv), "types": args.types, "results": {},
-              "kv_bytes": {"llama.cpp": args.kv_bytes, "gufo": args.gufo_kv_bytes}}
+              "kv_bytes": {"llama.cpp": args.kv_bytes, "gufo": args.gufo_kv_bytes},
+              "mode": "cpu" if args.cpu else "gpu"}
     if args.resume and os.path.exists(args.resume):
         with open(args.resume) as f:
             old = json.load(f)
@@ -865,6 +936,9 @@ def compare(args):
     builds = {e.get("build_commit") for res in report["results"].values() for x in res.get("tests", {}).values()
               for k, e in x.items() if k == "llama.cpp" and isinstance(e, dict) and e.get("build_commit")}
     report["llama_cpp_build"] = ", ".join(sorted(b for b in builds if b)) or (llama_reason or "?")
+    report["machine"]["load_at_end"] = load_average()
+    if getattr(args, "gufo_cpu_kernels_seen", None):
+        report["machine"]["gufo_cpu_kernels"] = args.gufo_cpu_kernels_seen
     write_report(report, args.out)
     log.write("compare.py: wrote %s/results.json and results.md (%.0f s of budget left)" % (args.out, budget.left()))
     return 0
@@ -939,6 +1013,15 @@ def self_test(args):
     check(abs(roof["roofline_tok_s"]["llama.cpp"] - 100e9 / (info["tensor_bytes"] + 1024)) < 1e-6, "roofline")
     check(roof["bytes_per_token"]["gufo"] == info["tensor_bytes"] + 2048, "gufo bytes per token, float32 K/V")
     check(abs(roof["fraction"]["gufo"] - 250.0 / (100e9 / (info["tensor_bytes"] + 2048))) < 1e-9, "gufo fraction")
+    # --cpu: issue 23's targets, and the roofline divides by the read bandwidth when it is given.
+    report["mode"] = "cpu"
+    report["bandwidth"] = {"copy_gbs": 40.0, "read_gbs": 20.0, "roofline_gbs": 20.0, "how": "test"}
+    summarize(report)
+    md = render_markdown(report)
+    check("| tg128@d0 | 100.0 | 250.0 | 2.50× | ≥ 1.0× | yes |" in md, "CPU decode target")
+    check("≥ 80% |" in md and "the roofline divides by 20.0 GB/s" in md, "CPU roofline target and denominator")
+    roof = report["results"]["q4_k_m"]["roofline"][0]
+    check(abs(roof["roofline_tok_s"]["gufo"] - 20e9 / (info["tensor_bytes"] + 2048)) < 1e-6, "CPU roofline")
     if failures:
         print("self-test: %d failures" % len(failures), file=sys.stderr)
         return 1
@@ -1006,15 +1089,28 @@ def main():
     p.add_argument("--min-run-s", type=float, default=15, help="do not start a run with less budget left")
     p.add_argument("--bandwidth-gbs", type=float, help="use this bandwidth instead of measuring it")
     p.add_argument("--gufo-cpu", action="store_true", help="run gufo even when it has only its CPU provider")
+    p.add_argument("--cpu", action="store_true",
+                   help="the CPU comparison (issue 23): gufo on qwen-cpu, llama.cpp with -ngl 0, the CPU's read "
+                        "bandwidth (membw_cpu.c) as the roofline, CPU targets (>= 1.0x, 80%% of the roofline), "
+                        "F32 K/V for gufo; defaults --types q4_k_m,q8_0 --parts bench,roofline --prefill 512 "
+                        "--depths 0 unless given")
     p.add_argument("--resume", help="an earlier results.json: keep its numbers, run what is missing or failed "
                    "(a timeout counts as a result unless --retry-timeouts)")
     p.add_argument("--retry-timeouts", action="store_true", help="with --resume: run timed-out cells again")
     p.add_argument("--self-test", action="store_true", help="check this script on a tiny model (see above)")
     p.add_argument("--qwen-random-model", help="the qwen_random_model tool (for --self-test)")
     p.add_argument("--vocab", help="qwen3-vocab.gguf (for --self-test)")
+    given = {a.split("=")[0] for a in sys.argv[1:] if a.startswith("--")}
     args = p.parse_args()
     if args.llama_cpp == "":
         args.llama_cpp = None
+    if args.cpu:
+        args.gufo_cpu = True
+        args.ngl = 0 if "--ngl" not in given else args.ngl
+        for flag, value in (("--types", ["q4_k_m", "q8_0"]), ("--parts", ["bench", "roofline"]),
+                            ("--prefill", [512]), ("--depths", [0])):
+            if flag not in given:
+                setattr(args, flag[2:].replace("-", "_"), value)
     for t in args.types:
         if t not in TYPES:
             p.error("--types: %s is not one of %s" % (t, ",".join(TYPES)))

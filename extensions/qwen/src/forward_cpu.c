@@ -92,6 +92,8 @@ gufo_status qwen_engine_choose_numerics(qwen_engine *e, const gufo_options *opti
     else
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "option --%s: '%s' is neither q8 nor fp32",
                               GUFO_MANIFEST_QWEN_OPTION_QWEN_CPU_MATMUL_NAME, value);
+    gufo_log(GUFO_LOG_DEBUG, GUFO_MANIFEST_QWEN_PROVIDER_QWEN_CPU_ID, "matmul %s; CPU kernels: %s",
+             qwen_engine_numerics_name(e), gufo_x_cpu_isa_name(gufo_x_cpu_isa_active()));
     return GUFO_OK;
 }
 
