@@ -117,15 +117,23 @@ static void rms_norm(const float *x, const float *weight, uint32_t n, float eps,
 }
 
 /* NEOX rotation: element i pairs with i + d/2. */
-static void rope(float *v, uint32_t d, uint32_t pos, const float *inv_freq)
+/* The rotation of position `pos`: cos and sin of pos * base^(-2i/d), i < d/2.
+ * Computed once per row and applied to all its query and key heads. */
+static void rope_angles(uint32_t half, uint32_t pos, const float *inv_freq, float *c, float *s)
 {
-    const uint32_t half = d / 2;
     for (uint32_t i = 0; i < half; i++) {
         const float angle = (float)pos * inv_freq[i];
-        const float c = cosf(angle), s = sinf(angle);
+        c[i] = cosf(angle);
+        s[i] = sinf(angle);
+    }
+}
+
+static void rope(float *v, uint32_t half, const float *c, const float *s)
+{
+    for (uint32_t i = 0; i < half; i++) {
         const float a = v[i], b = v[i + half];
-        v[i] = a * c - b * s;
-        v[i + half] = a * s + b * c;
+        v[i] = a * c[i] - b * s[i];
+        v[i + half] = a * s[i] + b * c[i];
     }
 }
 
@@ -150,15 +158,17 @@ static void qk_task(void *ctx, size_t r, uint32_t thread)
     const qwen_row *row = &job->rows[r];
     float *q = e->q + r * (size_t)hp->n_head * dk;
     float *k = e->k + r * (size_t)kw;
+    float c[QWEN_MAX_HEAD_DIM / 2], sn[QWEN_MAX_HEAD_DIM / 2];
+    rope_angles(dk / 2, row->pos, e->inv_freq, c, sn);
     for (uint32_t h = 0; h < hp->n_head; h++) {
         rms_norm(q + (size_t)h * dk, L->q_norm, dk, hp->rms_eps, q + (size_t)h * dk);
-        rope(q + (size_t)h * dk, dk, row->pos, e->inv_freq);
+        rope(q + (size_t)h * dk, dk / 2, c, sn);
     }
     float *kcache = qwen_kv_keys(row->kv, job->layer) + (size_t)row->pos * kw;
     float *vcache = qwen_kv_values(row->kv, job->layer) + (size_t)row->pos * vw;
     for (uint32_t h = 0; h < hp->n_head_kv; h++) {
         rms_norm(k + (size_t)h * dk, L->k_norm, dk, hp->rms_eps, kcache + (size_t)h * dk);
-        rope(kcache + (size_t)h * dk, dk, row->pos, e->inv_freq);
+        rope(kcache + (size_t)h * dk, dk / 2, c, sn);
     }
     memcpy(vcache, e->v + r * (size_t)vw, (size_t)vw * sizeof(float));
 }
