@@ -44,12 +44,19 @@ static size_t align64(size_t n)
     return (n + 63) & ~(size_t)63;
 }
 
+/* The tile layout of q is built 64 values at a time: room for cols rounded up
+ * to 64 (the row-major q has that room too: its parts are 64-byte aligned). */
+static size_t q_tile_bytes(uint64_t cols)
+{
+    return align64((size_t)cols) * 16;
+}
+
 /* One tile of 16 vectors: q in the tile layout (cols * 16 bytes), the block
  * scales d[blocks][16] (floats; sized for 32-blocks), and for 256-blocks the
  * sub-block sums as int16 pairs ap[blocks][4][16] (int32 each). */
 size_t gufo_cpu_tile_acts_bytes(uint64_t cols)
 {
-    return align64((size_t)cols * 16) + align64((size_t)cols / 32 * 64) + align64((size_t)cols / 256 * 256);
+    return q_tile_bytes(cols) + align64((size_t)cols / 32 * 64) + align64((size_t)cols / 256 * 256);
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -92,8 +99,8 @@ static inline void transpose16(__m512i r[16])
 void gufo_cpu_tile_acts(const uint8_t *acts, size_t act_stride, uint64_t cols, uint32_t block, uint8_t *out)
 {
     uint8_t *q = out;
-    float *d = (float *)(void *)(out + align64((size_t)cols * 16));
-    int32_t *ap = (int32_t *)(void *)(out + align64((size_t)cols * 16) + align64((size_t)cols / 32 * 64));
+    float *d = (float *)(void *)(out + q_tile_bytes(cols));
+    int32_t *ap = (int32_t *)(void *)(out + q_tile_bytes(cols) + align64((size_t)cols / 32 * 64));
     for (size_t k0 = 0; k0 < cols; k0 += 64) {
         __m512i r[16];
         for (int v = 0; v < 16; v++)
@@ -338,7 +345,7 @@ static void rows_q8_0_like(const uint8_t *w, size_t row_bytes, size_t n_rows, si
 {
     const gufo_tensor_type type = four ? GUFO_TENSOR_Q4_0 : GUFO_TENSOR_Q8_0;
     const size_t nb = cols / 32, full_rows = n_rows / 16 * 16, full_vec = n_vec / 16 * 16;
-    const size_t tile_bytes = gufo_cpu_tile_acts_bytes(cols), d_at = align64(cols * 16);
+    const size_t tile_bytes = gufo_cpu_tile_acts_bytes(cols), d_at = q_tile_bytes(cols);
     const uint8_t *tiles = tiles_of(acts, act_stride, n_vec);
     amx_scratch s = scratch_of(buf, cols);
     if (full_rows && full_vec) {
@@ -522,7 +529,7 @@ static void rows_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t col
     const bool six = type == GUFO_TENSOR_Q6_K;
     const int passes = k_passes(type);
     const size_t nb = cols / 256, full_rows = n_rows / 16 * 16, full_vec = n_vec / 16 * 16;
-    const size_t tile_bytes = gufo_cpu_tile_acts_bytes(cols), d_at = align64(cols * 16);
+    const size_t tile_bytes = gufo_cpu_tile_acts_bytes(cols), d_at = q_tile_bytes(cols);
     const size_t ap_at = d_at + align64(cols / 32 * 64);
     const uint8_t *tiles = tiles_of(acts, act_stride, n_vec);
     const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));

@@ -79,46 +79,6 @@ static inline __m512 halves_to_float(__m512i words, bool high)
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
 }
 
-/* Double-buffered staging of 16-row groups. A decode step reads every weight
- * once; read in place, the 16 interleaved rows leave one core at ~7 GB/s from
- * memory against ~13 for a plain stream, because the arithmetic fills the
- * out-of-order window before enough loads are in flight. Copying the next
- * group's bytes (one contiguous run) in slices between this group's blocks
- * gives the core independent sequential loads to overlap with the
- * arithmetic: from memory, one core's Q4_K goes from 7.0 to 7.8-8.1 GB/s and
- * Q6_K's from 6.6 to 7.3 (in cache they lose 10-17%: decode reads from
- * memory). Q8_0, with twice the bytes per product, loses both ways: it reads
- * in place. */
-typedef struct stager {
-    uint8_t *stage[2];
-    size_t group_bytes, chunk, steps;
-} stager;
-
-static inline void stager_init(stager *st, uint8_t *space, size_t row_bytes, size_t steps, const uint8_t *w,
-                               size_t n_rows)
-{
-    st->group_bytes = 16 * row_bytes;
-    st->steps = steps;
-    st->chunk = (st->group_bytes / steps + 63) / 64 * 64;
-    st->stage[0] = space;
-    st->stage[1] = space + (st->group_bytes + 63) / 64 * 64;
-    if (n_rows >= 16)
-        memcpy(st->stage[0], w, st->group_bytes);
-}
-
-/* Copies slice `step` of the group at `src` (NULL: none) into `dst`. */
-static inline void stager_step(const stager *st, const uint8_t *src, uint8_t *dst, size_t step)
-{
-    if (!src)
-        return;
-    const size_t from = step * st->chunk, to = step + 1 >= st->steps ? st->group_bytes : (step + 1) * st->chunk;
-    size_t o = from;
-    for (; o + 64 <= to; o += 64)
-        _mm512_storeu_si512(dst + o, _mm512_loadu_si512(src + o));
-    if (o < to)
-        memcpy(dst + o, src + o, to - o);
-}
-
 /* ---- Q8_0 ------------------------------------------------------------------------------- */
 
 static void rows_q8_0(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols, const uint8_t *acts,
@@ -251,19 +211,13 @@ static void rows_q4_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
     const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
     /* Lanes of the four products of a row: sub-blocks (0, 2), (1, 3), (4, 6), (5, 7). */
     const __m512i pat[4] = {scale_pattern(0, 2), scale_pattern(1, 3), scale_pattern(4, 6), scale_pattern(5, 7)};
-    stager st;
-    stager_init(&st, (uint8_t *)buf + (nb * sizeof(q4k_meta) + 63) / 64 * 64, row_bytes, nb, w, n_rows);
     size_t r0 = 0;
     for (; r0 + 16 <= n_rows; r0 += 16) {
-        const uint8_t *g = st.stage[(r0 / 16) & 1];
-        uint8_t *next = st.stage[(r0 / 16 + 1) & 1];
-        const uint8_t *next_src = r0 + 32 <= n_rows ? w + (r0 + 16) * row_bytes : NULL;
+        const uint8_t *g = w + r0 * row_bytes;
         for (size_t v = 0; v < n_vec; v++) {
             const gufo_cpu_acts a = gufo_cpu_acts_at(acts + v * act_stride, cols);
             __m512 acc = _mm512_setzero_ps();
             for (size_t b = 0; b < nb; b++) {
-                if (v == 0)
-                    stager_step(&st, next_src, next, b);
                 if (v == 0)
                     q4k_unpack(g, b, b + 1, idx, meta);
                 const q4k_meta *m = &meta[b];
@@ -325,21 +279,15 @@ static void rows_q6_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
             g[l] = (int16_t)(4 * i + l / 8);
         group_idx[i] = _mm512_loadu_si512(g);
     }
-    stager st;
-    stager_init(&st, (uint8_t *)buf + (nb * 64 + 63) / 64 * 64, row_bytes, nb, w, n_rows);
     size_t r0 = 0;
     for (; r0 + 16 <= n_rows; r0 += 16) {
-        const uint8_t *g = st.stage[(r0 / 16) & 1];
-        uint8_t *next = st.stage[(r0 / 16 + 1) & 1];
-        const uint8_t *next_src = r0 + 32 <= n_rows ? w + (r0 + 16) * row_bytes : NULL;
+        const uint8_t *g = w + r0 * row_bytes;
         for (size_t b = 0; b < nb; b++) /* d is the top half of the word at 206 (208 + 4 would pass the block) */
             _mm512_store_ps(dd + 16 * b, halves_to_float(gather_rows(g + 210 * b + 206, idx), true));
         for (size_t v = 0; v < n_vec; v++) {
             const gufo_cpu_acts a = gufo_cpu_acts_at(acts + v * act_stride, cols);
             __m512 acc = _mm512_setzero_ps();
             for (size_t b = 0; b < nb; b++) {
-                if (v == 0)
-                    stager_step(&st, next_src, next, b);
                 const int8_t *aq = a.q + 256 * b;
                 const __m512i av[4] = {_mm512_load_si512(aq), _mm512_load_si512(aq + 64), _mm512_load_si512(aq + 128),
                                        _mm512_load_si512(aq + 192)};
