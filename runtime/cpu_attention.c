@@ -6,8 +6,9 @@
  *   score_j  = tree16(lane l: fma chain over d = l, l + 16, ... of q[d] k_j[d]) * scale
  *              (a missing d past dk counts as fma(0, 0, acc))
  *              tree16(x) = (c0 + c1) + (c2 + c3),  c_q = (x[4q] + x[4q+2]) + (x[4q+1] + x[4q+3])
- *   e_j      = expf(score_j - max_j score_j),  sum = double sum of e_j in order
- *   out[d]   = fma chain over j in order of (e_j * (float)(1 / sum)) * v_j[d]
+ *   p_j      = gufo_cpu_softmax (cpu_vector.c: the runtime's exp of score_j - max,
+ *              summed in double in 8 lanes, times (float)(1 / sum))
+ *   out[d]   = fma chain over j in order of p_j * v_j[d]
  * The tree is what a 16-lane transposing reduction computes for each of 16
  * keys at once (AVX-512); the AVX2 version sums each key's two 8-lane halves
  * in the same order. So a query's result does not depend on the instruction
@@ -66,22 +67,6 @@ static void weighted_sum_generic(const float *p, const float *v, size_t v_stride
             acc = fmaf(p[j], v[(size_t)j * v_stride + d], acc);
         out[d] = acc;
     }
-}
-
-/* Scores -> probabilities in place (the shared softmax: scalar, fixed order). */
-static void softmax(float *s, uint32_t n)
-{
-    float max = -INFINITY;
-    for (uint32_t j = 0; j < n; j++)
-        max = s[j] > max ? s[j] : max;
-    double sum = 0.0;
-    for (uint32_t j = 0; j < n; j++) {
-        s[j] = expf(s[j] - max);
-        sum += s[j];
-    }
-    const float inv = (float)(1.0 / sum);
-    for (uint32_t j = 0; j < n; j++)
-        s[j] *= inv;
 }
 
 #ifdef HAVE_X86_PATH
@@ -293,7 +278,7 @@ GUFO_EXT_API gufo_status gufo_x_cpu_attention(const gufo_x_cpu_attention_args *a
                 const uint32_t g = g0 + h;
                 float *s = scratch + g * padded;
                 scores(a->q + r * a->q_row_stride + (size_t)g * a->dk, a->k, a->k_stride, n, a->dk, a->scale, s);
-                softmax(s, n);
+                gufo_cpu_softmax(s, n);
                 probs[h] = s;
                 outs[h] = a->out + r * a->out_row_stride + (size_t)g * a->dv;
             }

@@ -8,6 +8,8 @@
  *   cpu_q8_avx512.c  512-bit decode kernels for Q8_0, Q4_K and Q6_K
  *   cpu_q8_amx.c     prefill tiles on AMX
  *   cpu_exact.c      float32 activations: row decoders and FMA dot products
+ *   cpu_attention.c  causal attention of one KV head
+ *   cpu_vector.c     exp, softmax, SwiGLU, RMSNorm with one order of operations
  *   cpu_matmul.c     the public entry: scratch layout, threads, dispatch
  */
 #ifndef GUFO_RUNTIME_CPU_INTERNAL_H
@@ -87,6 +89,11 @@ void gufo_cpu_tile_acts(const uint8_t *acts, size_t act_stride, uint64_t cols, u
 
 /** Whether the CPU has the VEX-encoded AVX-VNNI (not implied by AVX-512 VNNI). */
 bool gufo_cpu_has_avx_vnni(void);
+
+/* ---- element-wise (cpu_vector.c) -------------------------------------------------- */
+
+/** Softmax of n scores in place, in the fixed order of cpu_vector.c (every family the same bits). */
+void gufo_cpu_softmax(float *s, uint32_t n);
 
 /* ---- float32 activations (cpu_exact.c) ------------------------------------------ */
 

@@ -19,6 +19,8 @@
  *  - F32/F16/BF16 weights give the same bits in both numerics;
  *  - attention: a double-precision reference within 1e-5, and the same bits
  *    on every family and for any split of the query rows;
+ *  - SwiGLU and RMSNorm within a few ulp of double precision, the same bits
+ *    on every family (the runtime's exp at its edges included);
  *  - argument errors, the instruction-set controls, dot and axpy.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
@@ -355,6 +357,60 @@ static void test_attention(uint32_t dk, uint32_t group, uint32_t n_rows, uint32_
     free(scratch);
 }
 
+/* SwiGLU and RMSNorm: a double-precision reference within a few ulp, and the
+ * same bits on every family (including the edges of the runtime's exp). */
+static void test_elementwise(void)
+{
+    enum { N = 1037 };
+    static float gate[N], up[N], x[N], weight[N], base_swiglu[N], base_norm[N], out[N];
+    unsigned seed = 11;
+    for (int i = 0; i < N; i++) {
+        gate[i] = 24.0f * frand(&seed);
+        up[i] = frand(&seed);
+        x[i] = 3.0f * frand(&seed);
+        weight[i] = 1.0f + 0.1f * frand(&seed);
+    }
+    const float edges[] = {-1000.0f, -90.0f, -87.5f, -87.0f, -86.9f, 0.0f, -0.0f, 1e-8f, 87.9f, 88.0f, 88.1f, 1000.0f};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
+        gate[i] = edges[i];
+    gufo_x_cpu_isa_limit(GUFO_X_CPU_ISA_GENERIC);
+    gufo_x_cpu_swiglu(gate, up, base_swiglu, N);
+    gufo_x_cpu_rms_norm(x, weight, N, 1e-6f, base_norm);
+    double worst_swiglu = 0, sum = 0;
+    for (int i = 0; i < N; i++) {
+        const double g = gate[i], want = g / (1.0 + exp(-g)) * up[i];
+        const double err = fabs(base_swiglu[i] - want) / (fabs(want) + 1e-30);
+        if (!(err <= 4e-7) && fabs(want) > 1e-30) {
+            fprintf(stderr, "swiglu(%g) * %g = %.9g, want %.9g\n", g, up[i], base_swiglu[i], want);
+            GUFO_CHECK(false);
+        }
+        if (fabs(want) > 1e-30)
+            worst_swiglu = fmax(worst_swiglu, err);
+        sum += (double)x[i] * x[i];
+    }
+    double worst_norm = 0;
+    for (int i = 0; i < N; i++) {
+        const double want = weight[i] * (x[i] / sqrt(sum / N + 1e-6));
+        worst_norm = fmax(worst_norm, fabs(base_norm[i] - want) / fabs(want));
+    }
+    printf("swiglu: max relative error %.3g; rms_norm: %.3g\n", worst_swiglu, worst_norm);
+    GUFO_CHECK(worst_norm <= 3e-7);
+    for (int isa = GUFO_X_CPU_ISA_GENERIC; isa <= (int)gufo_x_cpu_isa_supported(); isa++) {
+        if ((int)gufo_x_cpu_isa_limit((gufo_x_cpu_isa)isa) != isa)
+            continue;
+        for (int n = N - 16; n <= N; n += 5) { /* every tail length of the vector loops */
+            gufo_x_cpu_swiglu(gate, up, out, (size_t)n);
+            GUFO_CHECK(memcmp(out, base_swiglu, (size_t)n * sizeof(float)) == 0);
+        }
+        gufo_x_cpu_rms_norm(x, weight, N, 1e-6f, out);
+        GUFO_CHECK(memcmp(out, base_norm, sizeof base_norm) == 0);
+        memcpy(out, gate, sizeof gate); /* in place */
+        gufo_x_cpu_swiglu(out, up, out, N);
+        GUFO_CHECK(memcmp(out, base_swiglu, sizeof base_swiglu) == 0);
+    }
+    gufo_x_cpu_isa_limit(GUFO_X_CPU_ISA_AMX);
+}
+
 static void test_vector_pieces(void)
 {
     unsigned seed = 5;
@@ -401,6 +457,7 @@ int main(void)
     test_attention(64, 1, 9, 30);
     test_attention(16, 4, 17, 1);
     test_attention(40, 3, 5, 60); /* a head size that is not a multiple of 16 */
+    test_elementwise();
     test_vector_pieces();
     gufo_x_pool_destroy(pool1);
     gufo_x_pool_destroy(pool3);

@@ -104,16 +104,12 @@ const char *qwen_engine_numerics_name(const qwen_engine *e)
 
 /* ---- element-wise pieces ------------------------------------------------ */
 
-/* y = x / sqrt(mean(x^2) + eps) * weight; the sum in double so the only
- * rounding that matters is the final float, as in an fp32 reference. */
+/* y = x / sqrt(mean(x^2) + eps) * weight; the runtime's, whose sum is in
+ * double so the only rounding that matters is the final float, as in an fp32
+ * reference, and whose order of additions is the same on every CPU. */
 static void rms_norm(const float *x, const float *weight, uint32_t n, float eps, float *y)
 {
-    double sum = 0.0;
-    for (uint32_t i = 0; i < n; i++)
-        sum += (double)x[i] * x[i];
-    const float scale = (float)(1.0 / sqrt(sum / n + eps));
-    for (uint32_t i = 0; i < n; i++)
-        y[i] = weight[i] * (x[i] * scale);
+    gufo_x_cpu_rms_norm(x, weight, n, eps, y);
 }
 
 /* NEOX rotation: element i pairs with i + d/2. */
@@ -259,10 +255,7 @@ static gufo_status run_layer(qwen_engine *e, const qwen_row *rows, size_t n, uin
     float *const gate_up_out[2] = {e->gate, e->up};
     if ((st = matmul(e, gate_up, 2, e->h, n, gate_up_out)) != GUFO_OK)
         return st;
-    for (size_t i = 0; i < n * F; i++) {
-        const float g = e->gate[i];
-        e->gate[i] = g / (1.0f + expf(-g)) * e->up[i];
-    }
+    gufo_x_cpu_swiglu(e->gate, e->up, e->gate, n * F);
     const qwen_matrix *down = &L->down;
     if ((st = matmul(e, &down, 1, e->gate, n, &e->h)) != GUFO_OK)
         return st;

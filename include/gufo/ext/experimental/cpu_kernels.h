@@ -184,8 +184,9 @@ GUFO_EXT_API size_t gufo_x_cpu_attention_scratch_floats(uint32_t group, uint32_t
  * Numerics, the same bits on every instruction set and for any n_rows: each
  * score is 16 fused multiply-add chains over the head dimension (lane l takes
  * d = l, l + 16, ...) summed by a fixed tree, times `scale`; the softmax
- * takes the row's maximum, expf of each difference, their sum in double; each
- * output element is a fused multiply-add chain over the keys in order. A
+ * takes the row's maximum, the runtime's exp (see gufo_x_cpu_swiglu()) of each
+ * difference, and their sum in double in 8 lanes; each output element is a
+ * fused multiply-add chain over the keys in order. A
  * query row's result therefore does not depend on which other rows share the
  * call: a prefill chunk and token-by-token decode give identical bits.
  * GUFO_E_INVALID_ARGUMENT for NULL pointers, a zero size or an n_keys of 0.
@@ -194,6 +195,25 @@ GUFO_EXT_API size_t gufo_x_cpu_attention_scratch_floats(uint32_t group, uint32_t
 GUFO_EXT_API gufo_status gufo_x_cpu_attention(const gufo_x_cpu_attention_args *a, float *scratch);
 
 /* ---- vector pieces (attention, norms) ---------------------------------------- */
+
+/**
+ * out[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (out
+ * may alias gate or up). exp is the runtime's own: a fixed sequence of IEEE
+ * operations (Cody-Waite reduction by ln 2, a degree-6 polynomial, exact
+ * scaling by 2^n; within 2 ulp of the true value, +inf above 88, 0 below -87)
+ * that every instruction set performs alike, so results are the same bits on
+ * every CPU.
+ * @since 0.1.15
+ */
+GUFO_EXT_API void gufo_x_cpu_swiglu(const float *gate, const float *up, float *out, size_t n);
+
+/**
+ * y[i] = weight[i] * (x[i] * s), s = (float)(1 / sqrt(sum of x^2 / n + eps)),
+ * the sum in double in 8 lanes (element i in lane i % 8, each square exact),
+ * combined in a fixed order: the same bits on every CPU. y may alias x.
+ * @since 0.1.15
+ */
+GUFO_EXT_API void gufo_x_cpu_rms_norm(const float *x, const float *weight, size_t n, float eps, float *y);
 
 /** dot(a, b) over n floats (any n). @since 0.1.14 */
 GUFO_EXT_API float gufo_x_cpu_dot(const float *a, const float *b, size_t n);
