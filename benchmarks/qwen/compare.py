@@ -896,7 +896,7 @@ def compare(args):
             res["gufo_serving_provider"] = serving
             if serving is None:
                 type_gufo_reason = why
-            elif serving != provider and not args.gufo_cpu:
+            elif serving != provider and (args.cpu or not args.gufo_cpu):
                 type_gufo_reason = "gufo chose %s for this file, not %s: %s" % (serving, provider, why)
         # An engine that cannot run says why in each of its cells (numbers from --resume stay).
         names = [test_name(*x) for g in (bench_groups(args) if "bench" in args.parts else []) for x in g[1]]
@@ -1106,6 +1106,9 @@ def main():
         args.llama_cpp = None
     if args.cpu:
         args.gufo_cpu = True
+        # On a machine with a GPU, gufo would pick qwen-gpu: hide the devices from
+        # both engines' CUDA runtimes (a CPU build of llama.cpp has none anyway).
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
         args.ngl = 0 if "--ngl" not in given else args.ngl
         for flag, value in (("--types", ["q4_k_m", "q8_0"]), ("--parts", ["bench", "roofline"]),
                             ("--prefill", [512]), ("--depths", [0])):
