@@ -159,6 +159,7 @@ static inline __m512 block16_avx512(const __m512 *qv, int chunks, __mmask16 tail
         const uint32_t j = j0 + t < n_keys ? j0 + t : n_keys - 1;
         const float *kj = k + (size_t)j * k_stride;
         __m512 acc = _mm512_setzero_ps();
+        #pragma GCC unroll 16
         for (int m = 0; m < chunks; m++)
             acc = _mm512_fmadd_ps(qv[m], _mm512_maskz_loadu_ps(m + 1 < chunks ? (__mmask16)0xffff : tail, kj + 16 * m),
                                   acc);
@@ -167,38 +168,137 @@ static inline __m512 block16_avx512(const __m512 *qv, int chunks, __mmask16 tail
     return reduce16_ps(p);
 }
 
-static void scores_avx512(const float *q, const float *k, size_t k_stride, uint32_t n_keys, uint32_t dk, float scale,
-                          float *s)
+/* A full block of 16 keys at dk = 16 * chunks (both known where it is
+ * inlined): the query one piece at a time, the 16 chains in registers, and for
+ * a constant stride every load at a fixed offset. Same bits as block16_avx512. */
+static inline __attribute__((always_inline)) __m512 full16_avx512(const float *q, const float *k, size_t k_stride,
+                                                                   int chunks)
+{
+    __m512 acc[16];
+    #pragma GCC unroll 16
+    for (int t = 0; t < 16; t++)
+        acc[t] = _mm512_setzero_ps();
+    #pragma GCC unroll 16
+    for (int m = 0; m < chunks; m++) {
+        const __m512 qm = _mm512_loadu_ps(q + 16 * m);
+        #pragma GCC unroll 16
+        for (int t = 0; t < 16; t++)
+            acc[t] = _mm512_fmadd_ps(qm, _mm512_loadu_ps(k + (size_t)t * k_stride + 16 * m), acc[t]);
+    }
+    return reduce16_ps(acc);
+}
+
+/* Out of line, so each call addresses its block from one pointer (inlined
+ * into the key loop, GCC gave each of the 128 loads its own induction
+ * variable, spilled). */
+static __attribute__((noinline)) __m512 full16_dk128_packed(const float *q, const float *k)
+{
+    return full16_avx512(q, k, 128, 8);
+}
+static __attribute__((noinline)) __m512 full16_dk128(const float *q, const float *k, size_t k_stride)
+{
+    return full16_avx512(q, k, k_stride, 8);
+}
+
+/* The scores of `heads` queries (q[h] -> s[h]) against the same keys, a
+ * block of 16 keys at a time for all of them: the block (8 KiB at dk 128) is
+ * loaded from L2 once and then read from L1 by the other heads. */
+static void scores_avx512(const float *const *q, uint32_t heads, const float *k, size_t k_stride, uint32_t n_keys,
+                          uint32_t dk, float scale, float *const *s)
 {
     const int chunks = (int)((dk + 15) / 16);
     const __mmask16 tail = (__mmask16)(dk % 16 ? (1u << (dk % 16)) - 1 : 0xffffu);
-    __m512 qv[16]; /* dk <= 256 (checked by the caller) */
-    for (int m = 0; m < chunks; m++)
-        qv[m] = _mm512_maskz_loadu_ps(m + 1 < chunks ? (__mmask16)0xffff : tail, q + 16 * m);
     const __m512 vscale = _mm512_set1_ps(scale);
-    for (uint32_t j0 = 0; j0 < n_keys; j0 += 16) {
-        __m512 sums;
-        switch (chunks) { /* the usual head sizes, unrolled */
-        case 8:
-            sums = block16_avx512(qv, 8, 0xffff, k, k_stride, j0, n_keys);
-            break;
-        case 4:
-            sums = block16_avx512(qv, 4, 0xffff, k, k_stride, j0, n_keys);
-            break;
-        default:
-            sums = block16_avx512(qv, chunks, tail, k, k_stride, j0, n_keys);
-            break;
+    uint32_t j0 = 0;
+    if (dk == 128) /* the usual head size: whole blocks unrolled, most at a stride of one key */
+        for (; j0 + 16 <= n_keys; j0 += 16)
+            for (uint32_t h = 0; h < heads; h++) {
+                const __m512 sums = k_stride == 128 ? full16_dk128_packed(q[h], k + (size_t)j0 * 128)
+                                                    : full16_dk128(q[h], k + (size_t)j0 * k_stride, k_stride);
+                _mm512_store_ps(s[h] + j0, _mm512_mul_ps(sums, vscale));
+            }
+    for (; j0 < n_keys; j0 += 16)
+        for (uint32_t h = 0; h < heads; h++) {
+            __m512 qv[16]; /* dk <= 256 (checked by the caller) */
+            for (int m = 0; m < chunks; m++)
+                qv[m] = _mm512_maskz_loadu_ps(m + 1 < chunks ? (__mmask16)0xffff : tail, q[h] + 16 * m);
+            __m512 sums;
+            switch (chunks) { /* the usual head sizes, unrolled */
+            case 8:
+                sums = block16_avx512(qv, 8, 0xffff, k, k_stride, j0, n_keys);
+                break;
+            case 4:
+                sums = block16_avx512(qv, 4, 0xffff, k, k_stride, j0, n_keys);
+                break;
+            default:
+                sums = block16_avx512(qv, chunks, tail, k, k_stride, j0, n_keys);
+                break;
+            }
+            _mm512_store_ps(s[h] + j0, _mm512_mul_ps(sums, vscale));
         }
-        _mm512_store_ps(s + j0, _mm512_mul_ps(sums, vscale));
-    }
 }
 
 /* out0, out1 (and more heads one by one) = sum_j p_j v_j: eight independent
  * accumulators per head cover 128 values, so the chains over j keep both FMA
  * ports busy, and two heads share each load of v_j. */
+static inline __attribute__((always_inline)) void ws2_128_avx512(const float *p0, const float *p1, float *o0,
+                                                                   float *o1, const float *v, size_t v_stride,
+                                                                   uint32_t n_keys)
+{
+    __m512 a0[8], a1[8];
+    #pragma GCC unroll 8
+    for (int m = 0; m < 8; m++)
+        a0[m] = a1[m] = _mm512_setzero_ps();
+    for (uint32_t j = 0; j < n_keys; j++) {
+        const __m512 b0 = _mm512_set1_ps(p0[j]), b1 = _mm512_set1_ps(p1[j]);
+        const float *vj = v + (size_t)j * v_stride;
+        #pragma GCC unroll 8
+        for (int m = 0; m < 8; m++) {
+            const __m512 x = _mm512_loadu_ps(vj + 16 * m);
+            a0[m] = _mm512_fmadd_ps(b0, x, a0[m]);
+            a1[m] = _mm512_fmadd_ps(b1, x, a1[m]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int m = 0; m < 8; m++) {
+        _mm512_storeu_ps(o0 + 16 * m, a0[m]);
+        _mm512_storeu_ps(o1 + 16 * m, a1[m]);
+    }
+}
+
+static inline __attribute__((always_inline)) void ws1_128_avx512(const float *p0, float *o0, const float *v,
+                                                                   size_t v_stride, uint32_t n_keys)
+{
+    __m512 a0[8];
+    #pragma GCC unroll 8
+    for (int m = 0; m < 8; m++)
+        a0[m] = _mm512_setzero_ps();
+    for (uint32_t j = 0; j < n_keys; j++) {
+        const __m512 b0 = _mm512_set1_ps(p0[j]);
+        const float *vj = v + (size_t)j * v_stride;
+        #pragma GCC unroll 8
+        for (int m = 0; m < 8; m++)
+            a0[m] = _mm512_fmadd_ps(b0, _mm512_loadu_ps(vj + 16 * m), a0[m]);
+    }
+    #pragma GCC unroll 8
+    for (int m = 0; m < 8; m++)
+        _mm512_storeu_ps(o0 + 16 * m, a0[m]);
+}
+
 static void weighted_sum_avx512(const float *const *p, float *const *out, uint32_t heads, const float *v,
                                 size_t v_stride, uint32_t n_keys, uint32_t dv)
 {
+    if (dv == 128) { /* the usual head size, unrolled, most at a stride of one value */
+        uint32_t h = 0;
+        for (; h + 2 <= heads; h += 2)
+            if (v_stride == 128)
+                ws2_128_avx512(p[h], p[h + 1], out[h], out[h + 1], v, 128, n_keys);
+            else
+                ws2_128_avx512(p[h], p[h + 1], out[h], out[h + 1], v, v_stride, n_keys);
+        if (h < heads)
+            ws1_128_avx512(p[h], out[h], v, v_stride, n_keys);
+        return;
+    }
     for (uint32_t d = 0; d < dv; d += 128) {
         const uint32_t width = dv - d < 128 ? dv - d : 128, pieces = (width + 15) / 16;
         const __mmask16 tail = (__mmask16)(width % 16 ? (1u << (width % 16)) - 1 : 0xffffu);
@@ -257,7 +357,6 @@ GUFO_EXT_API gufo_status gufo_x_cpu_attention(const gufo_x_cpu_attention_args *a
     bool wide = false;
 #ifdef HAVE_X86_PATH
     if (isa >= GUFO_X_CPU_ISA_AVX512_VNNI && a->dk <= 256) {
-        scores = scores_avx512;
         wide = true;
     } else if (isa >= GUFO_X_CPU_ISA_AVX2 && a->dk % 16 == 0) {
         scores = scores_avx2;
@@ -274,20 +373,28 @@ GUFO_EXT_API gufo_status gufo_x_cpu_attention(const gufo_x_cpu_attention_args *a
         for (uint32_t g0 = 0; g0 < a->group; g0 += HEADS_AT_ONCE) {
             const uint32_t heads = a->group - g0 < HEADS_AT_ONCE ? a->group - g0
                                                                                  : HEADS_AT_ONCE;
+            const float *qs[HEADS_AT_ONCE];
+            float *ss[HEADS_AT_ONCE];
             for (uint32_t h = 0; h < heads; h++) {
                 const uint32_t g = g0 + h;
-                float *s = scratch + g * padded;
-                scores(a->q + r * a->q_row_stride + (size_t)g * a->dk, a->k, a->k_stride, n, a->dk, a->scale, s);
-                gufo_cpu_softmax(s, n);
-                probs[h] = s;
+                qs[h] = a->q + r * a->q_row_stride + (size_t)g * a->dk;
+                ss[h] = scratch + g * padded;
+                probs[h] = ss[h];
                 outs[h] = a->out + r * a->out_row_stride + (size_t)g * a->dv;
             }
 #ifdef HAVE_X86_PATH
             if (wide) {
+                scores_avx512(qs, heads, a->k, a->k_stride, n, a->dk, a->scale, ss);
+                for (uint32_t h = 0; h < heads; h++)
+                    gufo_cpu_softmax(ss[h], n);
                 weighted_sum_avx512(probs, outs, heads, a->v, a->v_stride, n, a->dv);
                 continue;
             }
 #endif
+            for (uint32_t h = 0; h < heads; h++) {
+                scores(qs[h], a->k, a->k_stride, n, a->dk, a->scale, ss[h]);
+                gufo_cpu_softmax(ss[h], n);
+            }
             for (uint32_t h = 0; h < heads; h++)
                 weighted_sum(probs[h], a->v, a->v_stride, n, a->dv, outs[h]);
         }

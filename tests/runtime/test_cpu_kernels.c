@@ -276,11 +276,12 @@ static void test_isa_controls(void)
 /* Attention of one KV head: a double-precision softmax reference within 1e-5
  * of the largest |v|; every family and every split of the rows (one call per
  * row, as decode does, or all rows in one, as prefill does) the same bits. */
-static void test_attention(uint32_t dk, uint32_t group, uint32_t n_rows, uint32_t first_keys)
+static void test_attention(uint32_t dk, uint32_t group, uint32_t n_rows, uint32_t first_keys, bool packed)
 {
     unsigned seed = 900 + dk + group;
     const uint32_t max_keys = first_keys + n_rows - 1, dv = dk;
-    const size_t q_stride = (size_t)group * dk + 3, kv_stride = (size_t)dk + 5;
+    /* packed: one head's keys back to back (a stride of dk, as in a head-major cache) */
+    const size_t q_stride = (size_t)group * dk + 3, kv_stride = (size_t)dk + (packed ? 0 : 5);
     float *q = malloc(n_rows * q_stride * sizeof(float)), *k = malloc(max_keys * kv_stride * sizeof(float));
     float *v = malloc(max_keys * kv_stride * sizeof(float));
     float *base = calloc(n_rows * (size_t)group * dv, sizeof(float)), *out = calloc(n_rows * (size_t)group * dv, sizeof(float));
@@ -453,10 +454,12 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_type(cases[i].type, cases[i].cols, pool1, pool3);
     test_errors(pool3);
-    test_attention(128, 2, 40, 1);
-    test_attention(64, 1, 9, 30);
-    test_attention(16, 4, 17, 1);
-    test_attention(40, 3, 5, 60); /* a head size that is not a multiple of 16 */
+    test_attention(128, 2, 40, 1, false);
+    test_attention(128, 2, 40, 1, true);
+    test_attention(128, 3, 21, 16, true); /* an odd group: a head on its own */
+    test_attention(64, 1, 9, 30, false);
+    test_attention(16, 4, 17, 1, false);
+    test_attention(40, 3, 5, 60, false); /* a head size that is not a multiple of 16 */
     test_elementwise();
     test_vector_pieces();
     gufo_x_pool_destroy(pool1);

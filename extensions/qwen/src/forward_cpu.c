@@ -160,13 +160,14 @@ static void qk_task(void *ctx, size_t r, uint32_t thread)
         rms_norm(q + (size_t)h * dk, L->q_norm, dk, hp->rms_eps, q + (size_t)h * dk);
         rope(q + (size_t)h * dk, dk / 2, c, sn);
     }
-    float *kcache = qwen_kv_keys(row->kv, job->layer) + (size_t)row->pos * kw;
-    float *vcache = qwen_kv_values(row->kv, job->layer) + (size_t)row->pos * vw;
+    const uint32_t dv = hp->head_dim_v;
     for (uint32_t h = 0; h < hp->n_head_kv; h++) {
-        rms_norm(k + (size_t)h * dk, L->k_norm, dk, hp->rms_eps, kcache + (size_t)h * dk);
-        rope(kcache + (size_t)h * dk, dk / 2, c, sn);
+        float *kcache = qwen_kv_keys(row->kv, job->layer, h) + (size_t)row->pos * dk;
+        rms_norm(k + (size_t)h * dk, L->k_norm, dk, hp->rms_eps, kcache);
+        rope(kcache, dk / 2, c, sn);
+        memcpy(qwen_kv_values(row->kv, job->layer, h) + (size_t)row->pos * dv, e->v + r * (size_t)vw + (size_t)h * dv,
+               (size_t)dv * sizeof(float));
     }
-    memcpy(vcache, e->v + r * (size_t)vw, (size_t)vw * sizeof(float));
 }
 
 /* Rows per attention task: a prefill chunk is cut in blocks of this many
@@ -198,10 +199,10 @@ static void attention_task(void *ctx, size_t task, uint32_t thread)
             .dv = dv,
             .q = e->q + (r * hp->n_head + (size_t)kvh * group) * dk,
             .q_row_stride = (size_t)hp->n_head * dk,
-            .k = qwen_kv_keys(kv, job->layer) + (size_t)kvh * dk,
-            .v = qwen_kv_values(kv, job->layer) + (size_t)kvh * dv,
-            .k_stride = (size_t)hp->n_head_kv * dk,
-            .v_stride = (size_t)hp->n_head_kv * dv,
+            .k = qwen_kv_keys(kv, job->layer, kvh),
+            .v = qwen_kv_values(kv, job->layer, kvh),
+            .k_stride = dk,
+            .v_stride = dv,
             .n_keys = e->n_keys + r,
             .out = e->att + (r * hp->n_head + (size_t)kvh * group) * dv,
             .out_row_stride = (size_t)hp->n_head * dv,

@@ -11,8 +11,9 @@ void qwen_kv_init(qwen_kv *kv, const qwen_hparams *hp, uint32_t context)
     memset(kv, 0, sizeof *kv);
     kv->context = context;
     kv->n_layer = hp->n_layer;
-    kv->width_k = hp->n_head_kv * hp->head_dim_k;
-    kv->width_v = hp->n_head_kv * hp->head_dim_v;
+    kv->n_head_kv = hp->n_head_kv;
+    kv->head_dim_k = hp->head_dim_k;
+    kv->head_dim_v = hp->head_dim_v;
 }
 
 uint64_t qwen_kv_bytes_per_token(const qwen_hparams *hp)
@@ -22,10 +23,12 @@ uint64_t qwen_kv_bytes_per_token(const qwen_hparams *hp)
 
 void qwen_kv_copy_prefix(qwen_kv *dst, const qwen_kv *src, uint32_t length)
 {
-    for (uint32_t l = 0; l < src->n_layer; l++) {
-        memcpy(qwen_kv_keys(dst, l), qwen_kv_keys(src, l), (size_t)length * src->width_k * sizeof(float));
-        memcpy(qwen_kv_values(dst, l), qwen_kv_values(src, l), (size_t)length * src->width_v * sizeof(float));
-    }
+    for (uint32_t l = 0; l < src->n_layer; l++)
+        for (uint32_t h = 0; h < src->n_head_kv; h++) {
+            memcpy(qwen_kv_keys(dst, l, h), qwen_kv_keys(src, l, h), (size_t)length * src->head_dim_k * sizeof(float));
+            memcpy(qwen_kv_values(dst, l, h), qwen_kv_values(src, l, h),
+                   (size_t)length * src->head_dim_v * sizeof(float));
+        }
     dst->length = length;
 }
 
@@ -41,7 +44,8 @@ gufo_status qwen_kv_reserve(gufo_memory *memory, qwen_kv *kv, uint32_t positions
         capacity *= 2;
     if (capacity > kv->context)
         capacity = kv->context;
-    const uint64_t bytes = capacity * kv->n_layer * ((uint64_t)kv->width_k + kv->width_v) * sizeof(float);
+    const uint64_t bytes =
+        capacity * kv->n_layer * kv->n_head_kv * ((uint64_t)kv->head_dim_k + kv->head_dim_v) * sizeof(float);
     if (bytes > SIZE_MAX)
         return gufo_error_set(err, GUFO_E_NO_MEMORY, "a KV cache of %llu positions does not fit in memory",
                               (unsigned long long)capacity);

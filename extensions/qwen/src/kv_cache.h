@@ -3,9 +3,11 @@
  * F32, so a cached position is bit-identical to recomputing it (what makes
  * truncate, snapshot/restore and batched decode exactly equal to a fresh run);
  * F16 would halve the memory at that price, which is not worth it on the CPU
- * sizes this provider serves. Layout, per layer: K as [capacity][n_head_kv *
- * head_dim_k], then V as [capacity][n_head_kv * head_dim_v], so one position of
- * one KV head is a contiguous run the attention loop streams over.
+ * sizes this provider serves. Layout, per layer: K as [n_head_kv][capacity]
+ * [head_dim_k], then V as [n_head_kv][capacity][head_dim_v], so one KV head's
+ * history is one contiguous run the attention loop streams over (positions
+ * a whole row of heads apart, 4 KiB at the 0.6B shape, all fell in the same
+ * few L1 sets: attention ran 2-3x slower).
  *
  * Storage grows on demand (doubling, up to the session's context) instead of
  * reserving the whole context up front: a 40k-token context of a 0.6B model is
@@ -26,8 +28,9 @@ typedef struct qwen_kv {
     uint32_t length;    /* positions holding the history */
     uint32_t context;   /* most positions this history may reach */
     uint32_t n_layer;
-    uint32_t width_k;   /* n_head_kv * head_dim_k */
-    uint32_t width_v;   /* n_head_kv * head_dim_v */
+    uint32_t n_head_kv;
+    uint32_t head_dim_k;
+    uint32_t head_dim_v;
 } qwen_kv;
 
 /** An empty cache shaped for `hp`, able to grow to `context` positions. */
@@ -42,14 +45,16 @@ uint64_t qwen_kv_bytes_per_token(const qwen_hparams *hp);
  */
 gufo_status qwen_kv_reserve(gufo_memory *memory, qwen_kv *kv, uint32_t positions, const char *tag, gufo_error *err);
 
-/** Keys / values of `layer` (capacity rows each). */
-static inline float *qwen_kv_keys(const qwen_kv *kv, uint32_t layer)
+/** Keys / values of KV head `head` of `layer`: capacity rows of head_dim_k /
+ * head_dim_v floats, position p at row p. */
+static inline float *qwen_kv_keys(const qwen_kv *kv, uint32_t layer, uint32_t head)
 {
-    return kv->data + (size_t)layer * kv->capacity * (kv->width_k + kv->width_v);
+    const size_t per_layer = (size_t)kv->capacity * kv->n_head_kv * (kv->head_dim_k + kv->head_dim_v);
+    return kv->data + layer * per_layer + (size_t)head * kv->capacity * kv->head_dim_k;
 }
-static inline float *qwen_kv_values(const qwen_kv *kv, uint32_t layer)
+static inline float *qwen_kv_values(const qwen_kv *kv, uint32_t layer, uint32_t head)
 {
-    return qwen_kv_keys(kv, layer) + (size_t)kv->capacity * kv->width_k;
+    return qwen_kv_keys(kv, layer, kv->n_head_kv) + (size_t)head * kv->capacity * kv->head_dim_v;
 }
 
 /** Copies the first `length` positions of every layer from `src` into `dst`
