@@ -21,11 +21,13 @@
  *    exactly the integer the generic code sums, with a few adds instead of a
  *    multiply per sub-block.
  *
- * For each (16-row, 16-vector) tile every product is issued first, into a
- * buffer of sums, and the float chains run afterwards with the 16 vectors in
- * the lanes, four rows interleaved (each chain is one fused multiply-add per
- * block; four independent ones keep the FMA units busy, and the tile unit
- * never waits on a float chain); a 16 x 16 transpose then writes the outputs.
+ * For each (16-row, 16-vector) tile the products are issued into a buffer of
+ * sums (K-quants: all of them first; Q8_0/Q4_0: four blocks a round into a
+ * ring of eight 1 KiB tiles, the previous round's float chains after each
+ * round, so the sums are still in L1), and the float chains run with the 16
+ * vectors in the lanes (each chain is one fused multiply-add per block,
+ * several independent ones keep the FMA units busy); a 16 x 16 transpose then
+ * writes the outputs.
  * Vectors left over (n % 16) and rows that do not fill a tile go to the
  * AVX-512 kernels: the same bits.
  *
@@ -340,6 +342,18 @@ static void rest_of(gufo_tensor_type type, const uint8_t *w, size_t row_bytes, s
              y_stride, buf);
 }
 
+/* One block's step of the 16 rows' float chains (vectors in the lanes):
+ * out[r] = fma((float)c[r][v], dw[r] * da[v], out[r]). */
+static inline __attribute__((always_inline)) void chain16(__m512 out[16], const int32_t *c, const float *dw,
+                                                          const float *da)
+{
+    const __m512 dav = _mm512_load_ps(da);
+    #pragma GCC unroll 16
+    for (int r = 0; r < 16; r++)
+        out[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * r)),
+                                 _mm512_mul_ps(_mm512_set1_ps(dw[r]), dav), out[r]);
+}
+
 static void rows_q8_0_like(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols, const uint8_t *acts,
                            size_t act_stride, size_t n_vec, float *y, size_t y_stride, void *buf, bool four)
 {
@@ -351,18 +365,18 @@ static void rows_q8_0_like(const uint8_t *w, size_t row_bytes, size_t n_rows, si
     if (full_rows && full_vec) {
         amx_configure(s.cfg, 32, 0x30);
         float *dw = (float *)(void *)s.weights; /* [nb][16] */
-        int8_t *unpacked = (int8_t *)(void *)(s.weights + align64(nb * 64)); /* [16][cols] */
+        int8_t *unpacked = (int8_t *)(void *)(s.weights + align64(nb * 64)); /* [nb][16][32] */
         for (size_t r0 = 0; r0 < full_rows; r0 += 16) {
             const uint8_t *g = w + r0 * row_bytes;
             for (size_t b = 0; b < nb; b++)
                 for (int r = 0; r < 16; r++)
                     dw[16 * b + (size_t)r] = half_at(g + (size_t)r * row_bytes + (four ? 18 : 34) * b);
-            /* The 16 rows' quants as one int8 plane [16][cols]: tile loads then
-             * read compact lines (Q4_0 unpacked to q - 8 on the way). */
+            /* The 16 rows' quants block by block, [nb][16][32]: a block's A
+             * tile is 512 contiguous bytes (Q4_0 unpacked to q - 8 on the way). */
             for (int r = 0; r < 16; r++)
                 for (size_t b = 0; b < nb; b++) {
                     const uint8_t *blk = g + (size_t)r * row_bytes + (four ? 18 : 34) * b + 2;
-                    int8_t *dst = unpacked + (size_t)r * cols + 32 * b;
+                    int8_t *dst = unpacked + 512 * b + 32 * (size_t)r;
                     if (four)
                         for (int i = 0; i < 16; i++) {
                             dst[i] = (int8_t)((blk[i] & 0x0f) - 8);
@@ -375,55 +389,50 @@ static void rows_q8_0_like(const uint8_t *w, size_t row_bytes, size_t n_rows, si
                 const uint8_t *bt = tiles + v0 / 16 * tile_bytes;
                 const float *da = (const float *)(const void *)(bt + d_at);
                 /* Four blocks per round (four C tiles in flight; A and B loads
-                 * alternate between two tiles each so none waits on a product). */
-                size_t b = 0;
+                 * alternate between two tiles each so none waits on a
+                 * product), and the float chains of the previous round's
+                 * blocks after it: the tile unit works on this round while
+                 * the vector units scale the last one. */
+                __m512 out[16];
+                #pragma GCC unroll 16
+                for (int r = 0; r < 16; r++)
+                    out[r] = _mm512_setzero_ps();
+                size_t b = 0, chained = 0;
                 for (; b + 4 <= nb; b += 4) {
-                    const int8_t *a = unpacked + 32 * b;
+                    const int8_t *a = unpacked + 512 * b;
                     const uint8_t *bb = bt + 512 * b;
                     TZERO(0);
                     TZERO(1);
                     TZERO(2);
                     TZERO(3);
-                    TLOAD(4, a, cols);
+                    TLOAD(4, a, 32);
                     TLOAD(6, bb, 64);
                     TDP(0, 4, 6);
-                    TLOAD(5, a + 32, cols);
+                    TLOAD(5, a + 512, 32);
                     TLOAD(7, bb + 512, 64);
                     TDP(1, 5, 7);
-                    TLOAD(4, a + 64, cols);
+                    TLOAD(4, a + 1024, 32);
                     TLOAD(6, bb + 1024, 64);
                     TDP(2, 4, 6);
-                    TLOAD(5, a + 96, cols);
+                    TLOAD(5, a + 1536, 32);
                     TLOAD(7, bb + 1536, 64);
                     TDP(3, 5, 7);
-                    TSTORE(0, s.c + 256 * b);
-                    TSTORE(1, s.c + 256 * (b + 1));
-                    TSTORE(2, s.c + 256 * (b + 2));
-                    TSTORE(3, s.c + 256 * (b + 3));
+                    TSTORE(0, s.c + 256 * (b % 8));
+                    TSTORE(1, s.c + 256 * ((b + 1) % 8));
+                    TSTORE(2, s.c + 256 * ((b + 2) % 8));
+                    TSTORE(3, s.c + 256 * ((b + 3) % 8));
+                    for (; chained < b; chained++)
+                        chain16(out, s.c + 256 * (chained % 8), dw + 16 * chained, da + 16 * chained);
                 }
                 for (; b < nb; b++) {
                     TZERO(0);
-                    TLOAD(4, unpacked + 32 * b, cols);
+                    TLOAD(4, unpacked + 512 * b, 32);
                     TLOAD(6, bt + 512 * b, 64);
                     TDP(0, 4, 6);
-                    TSTORE(0, s.c + 256 * b);
+                    TSTORE(0, s.c + 256 * (b % 8));
                 }
-                __m512 out[16];
-                for (int r = 0; r < 16; r += 4) {
-                    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-                    for (size_t k = 0; k < nb; k++) {
-                        const __m512 dav = _mm512_load_ps(da + 16 * k);
-                        const int32_t *ck = s.c + 256 * k + 16 * r;
-                        #pragma GCC unroll 4
-                        for (int i = 0; i < 4; i++)
-                            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(ck + 16 * i)),
-                                                     _mm512_mul_ps(_mm512_set1_ps(dw[16 * k + (size_t)(r + i)]), dav),
-                                                     acc[i]);
-                    }
-                    #pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++)
-                        out[r + i] = acc[i];
-                }
+                for (; chained < nb; chained++)
+                    chain16(out, s.c + 256 * (chained % 8), dw + 16 * chained, da + 16 * chained);
                 store_transposed(out, y + v0 * y_stride + r0, y_stride);
             }
         }
