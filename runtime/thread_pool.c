@@ -22,12 +22,19 @@ typedef struct pool_worker {
     pthread_t thread;
 } pool_worker;
 
+/* Thread t's share of a section's tasks: [first, end), claimed from `next`.
+ * One cache line each, so claiming never bounces another thread's line. */
+typedef struct pool_range {
+    _Alignas(64) atomic_size_t next;
+    size_t end;
+} pool_range;
+
 /* One parallel section, on the caller's stack while it runs. */
 typedef struct pool_job {
     gufo_x_pool_task fn;
     void *ctx;
     size_t n_tasks;
-    atomic_size_t next_task;
+    pool_range *ranges; /* the pool's, one per thread */
     atomic_size_t done_tasks;
 } pool_job;
 
@@ -51,6 +58,7 @@ struct gufo_x_pool {
     atomic_bool stop;
     _Atomic(pool_job *) job;      /* the open section, or NULL */
     atomic_uint active;           /* workers inside `job` */
+    pool_range *ranges;           /* n_threads, reused by every section */
 };
 
 static inline void cpu_relax(void)
@@ -60,15 +68,22 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Claims tasks until none is left. */
-static void drain(pool_job *job, uint32_t thread)
+/* Claims tasks until none is left: first the thread's own contiguous share,
+ * in order, then what is left of the others' (a thread that was late or
+ * slow does not hold the section up). Contiguous shares matter for the
+ * matrix products of a decode step: each thread then streams one run of
+ * weight rows, which the prefetchers follow, instead of every other tile. */
+static void drain(pool_job *job, uint32_t thread, uint32_t n_threads)
 {
-    for (;;) {
-        size_t task = atomic_fetch_add_explicit(&job->next_task, 1, memory_order_relaxed);
-        if (task >= job->n_tasks)
-            return;
-        job->fn(job->ctx, task, thread);
-        atomic_fetch_add_explicit(&job->done_tasks, 1, memory_order_release);
+    for (uint32_t k = 0; k < n_threads; k++) {
+        pool_range *r = &job->ranges[(thread + k) % n_threads];
+        for (;;) {
+            size_t task = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+            if (task >= r->end)
+                break;
+            job->fn(job->ctx, task, thread);
+            atomic_fetch_add_explicit(&job->done_tasks, 1, memory_order_release);
+        }
     }
 }
 
@@ -100,7 +115,7 @@ static void *worker_main(void *arg)
         atomic_fetch_add(&pool->active, 1);
         pool_job *job = atomic_load(&pool->job);
         if (job)
-            drain(job, self->index);
+            drain(job, self->index, pool->n_threads);
         atomic_fetch_sub(&pool->active, 1);
     }
 }
@@ -112,13 +127,18 @@ GUFO_EXT_API gufo_status gufo_x_pool_create(uint32_t n_threads, gufo_x_pool **ou
     gufo_x_pool *pool = calloc(1, sizeof *pool);
     if (!pool)
         return gufo_error_set(err, GUFO_E_NO_MEMORY, "thread pool: out of memory");
-    pool->n_threads = n_threads;
+    pool->n_threads = 1; /* no worker to join until one has started */
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->stop, false);
     atomic_init(&pool->job, NULL);
     atomic_init(&pool->active, 0);
+    pool->ranges = aligned_alloc(64, ((size_t)n_threads * sizeof(pool_range) + 63) / 64 * 64);
+    if (!pool->ranges) {
+        gufo_x_pool_destroy(pool);
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "thread pool: out of memory");
+    }
     if (n_threads > 1) {
         pool->workers = calloc(n_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -131,12 +151,13 @@ GUFO_EXT_API gufo_status gufo_x_pool_create(uint32_t n_threads, gufo_x_pool **ou
         w->pool = pool;
         w->index = i + 1;
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-            pool->n_threads = i + 1; /* join only the ones that started */
+            pool->n_threads = i + 1; /* join only the i that started */
             gufo_x_pool_destroy(pool);
             return gufo_error_set(err, GUFO_E_INTERNAL, "thread pool: cannot start thread %u of %u", i + 2,
                                   n_threads);
         }
     }
+    pool->n_threads = n_threads;
     *out = pool;
     return GUFO_OK;
 }
@@ -154,6 +175,7 @@ GUFO_EXT_API void gufo_x_pool_destroy(gufo_x_pool *pool)
     pthread_cond_destroy(&pool->wake);
     pthread_mutex_destroy(&pool->lock);
     free(pool->workers);
+    free(pool->ranges);
     free(pool);
 }
 
@@ -171,8 +193,13 @@ GUFO_EXT_API void gufo_x_pool_run(gufo_x_pool *pool, gufo_x_pool_task fn, void *
             fn(ctx, t, 0);
         return;
     }
-    pool_job job = {.fn = fn, .ctx = ctx, .n_tasks = n_tasks};
-    atomic_init(&job.next_task, 0);
+    pool_job job = {.fn = fn, .ctx = ctx, .n_tasks = n_tasks, .ranges = pool->ranges};
+    size_t share = n_tasks / pool->n_threads, extra = n_tasks % pool->n_threads, first = 0;
+    for (uint32_t t = 0; t < pool->n_threads; t++) {
+        atomic_init(&pool->ranges[t].next, first);
+        first += share + (t < extra);
+        pool->ranges[t].end = first;
+    }
     atomic_init(&job.done_tasks, 0);
     atomic_store(&pool->job, &job);
     /* The increment under the lock pairs with the sleepers' re-check, so a
@@ -181,7 +208,7 @@ GUFO_EXT_API void gufo_x_pool_run(gufo_x_pool *pool, gufo_x_pool_task fn, void *
     atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
-    drain(&job, 0);
+    drain(&job, 0, pool->n_threads);
     atomic_store(&pool->job, NULL);
     for (unsigned spin = 0; atomic_load_explicit(&job.done_tasks, memory_order_acquire) < n_tasks ||
                             atomic_load(&pool->active) != 0;
