@@ -221,7 +221,8 @@ static void prepare_k(gufo_tensor_type type, const uint8_t *w, size_t row_bytes,
                 const __m512i shift_b = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
                 for (int h = 0; h < 2; h++) {
                     const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
-                    const __m512i hb = _mm512_shuffle_i64x2(qh, qh, h ? 0xEE : 0x44);
+                    /* immediates stay literal: an unoptimized build does not fold h ? : */
+                    const __m512i hb = h ? _mm512_shuffle_i64x2(qh, qh, 0xEE) : _mm512_shuffle_i64x2(qh, qh, 0x44);
                     e[2 * h] = _mm512_sub_epi8(
                         _mm512_or_si512(_mm512_and_si512(ql, low4),
                                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shift_a), three), 4)),

@@ -306,7 +306,8 @@ static void rows_q6_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
                     #pragma GCC unroll 2
                     for (int h = 0; h < 2; h++) {
                         const __m512i ql = h ? ql1 : ql0;
-                        const __m512i hb = _mm512_shuffle_i64x2(qh, qh, h ? 0xEE : 0x44);
+                        /* immediates stay literal: an unoptimized build does not fold h ? : */
+                        const __m512i hb = h ? _mm512_shuffle_i64x2(qh, qh, 0xEE) : _mm512_shuffle_i64x2(qh, qh, 0x44);
                         const __m512i lo = _mm512_or_si512(
                             _mm512_and_si512(ql, low4),
                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shift_a), two), 4));
