@@ -25,6 +25,11 @@
 #define ACCEPT_PAUSE_MS 100u
 /* Connections accepted per wake-up, so a flood of them cannot starve the ones already here. */
 #define ACCEPT_BURST 64
+/* With every place taken, a held connection younger than this is not closed for a newcomer: a burst
+ * of honest clients sends its heads within milliseconds, and the rest of the burst waits in the
+ * listen backlog until places free up. A client that trickles its head holds a place this long at
+ * most once the table is full, so trickling clients still cannot crowd out clients that send. */
+#define EVICT_AFTER_MS 1000u
 
 /* A connection the gate holds: still sending its first head, or answered and being closed. */
 typedef struct held_conn {
@@ -250,8 +255,9 @@ static void readable(srv_gate *g, size_t i, short revents, uint64_t now)
     }
 }
 
-/* Makes room for a new connection: the one that has held its slot longest without sending a head goes. */
-static void evict_oldest(srv_gate *g)
+/* The held connection that goes first when a newcomer needs its place: one being closed, else the one
+ * that has held its place longest without sending a whole head. */
+static size_t oldest_held(const srv_gate *g)
 {
     size_t oldest = 0;
     for (size_t i = 1; i < g->n_conns; i++) {
@@ -259,6 +265,22 @@ static void evict_oldest(srv_gate *g)
         if (a->closing != b->closing ? a->closing : a->opened_ms < b->opened_ms)
             oldest = i;
     }
+    return oldest;
+}
+
+/* When a full table can make room for a newcomer: now (0) or later (the time); see EVICT_AFTER_MS. */
+static uint64_t room_at(const srv_gate *g)
+{
+    if (g->n_conns < g->config.max_waiting)
+        return 0;
+    const held_conn *c = &g->conns[oldest_held(g)];
+    return c->closing ? 0 : c->opened_ms + EVICT_AFTER_MS;
+}
+
+/* Makes room for a new connection by closing the oldest held one (room_at() said it may go). */
+static void evict_oldest(srv_gate *g)
+{
+    size_t oldest = oldest_held(g);
     held_conn *c = &g->conns[oldest];
     if (!c->closing && c->seen > 0)
         send_error(g, c->fd, NULL, 0, 408, "request_header_timeout",
@@ -269,6 +291,11 @@ static void evict_oldest(srv_gate *g)
 static void accept_new(srv_gate *g, uint64_t now)
 {
     for (int k = 0; k < ACCEPT_BURST; k++) {
+        if (g->n_conns == g->config.max_waiting) {
+            if (room_at(g) > now)
+                return; /* the rest wait in the listen backlog */
+            evict_oldest(g);
+        }
         held_conn c = {.addr_len = sizeof c.addr, .opened_ms = now, .last_byte_ms = now};
         c.fd = accept4(g->config.listen_fd, (struct sockaddr *)&c.addr, &c.addr_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (c.fd < 0) {
@@ -278,8 +305,6 @@ static void accept_new(srv_gate *g, uint64_t now)
                 continue;
             return;
         }
-        if (g->n_conns == g->config.max_waiting)
-            evict_oldest(g);
         g->conns[g->n_conns++] = c;
     }
 }
@@ -360,9 +385,11 @@ static void *gate_main(void *arg)
     for (;;) {
         uint64_t now = now_ms();
         uint64_t next = expire_held(g, now);
-        bool accepting = now >= g->accept_paused_until_ms;
+        /* Not accepting: out of descriptors a moment ago, or every place is taken by a young connection. */
+        uint64_t accept_at = g->accept_paused_until_ms > now ? g->accept_paused_until_ms : room_at(g);
+        bool accepting = accept_at <= now;
         if (!accepting)
-            next = earliest(next, g->accept_paused_until_ms);
+            next = earliest(next, accept_at);
         pthread_mutex_lock(&g->mu);
         if (g->stopping) {
             pthread_mutex_unlock(&g->mu);

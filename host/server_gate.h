@@ -14,8 +14,10 @@
  * slow and what finds the server full with a JSON error in the shape of the
  * request's route. Connections still sending their first head cost one slot
  * in a table (no thread, no libmicrohttpd connection); when the table is full
- * the oldest of them is closed, so clients that trickle cannot crowd out
- * clients that send.
+ * newcomers wait in the listen backlog, and the oldest held connection is
+ * closed for one only once it has held its place for a second, so clients that
+ * trickle cannot crowd out clients that send, and a burst of clients that send
+ * is not cut either.
  *
  * After the first request a kept-alive connection is read by libmicrohttpd.
  * For those, and for bodies, the HTTP layer sets deadlines on the
