@@ -23,12 +23,10 @@ static bool {{ cookiecutter.extension_name }}_reject(char *why, size_t why_cap, 
 bool {{ cookiecutter.extension_name }}_inspect(const gufo_gguf *gguf, {{ cookiecutter.extension_name }}_facts *facts, char *why, size_t why_cap)
 {
     gufo_error err = {0};
-    const char *arch = NULL;
-    if (gufo_gguf_get_string(gguf, "general.architecture", &arch, &err) != GUFO_OK)
-        return {{ cookiecutter.extension_name }}_reject(why, why_cap, "no usable general.architecture: %s", err.message);
-    if (strcmp(arch, {{ cookiecutter.extension_name|upper }}_ARCHITECTURE) != 0)
-        return {{ cookiecutter.extension_name }}_reject(why, why_cap, "general.architecture is '%s', not '%s'", arch,
-                                  {{ cookiecutter.extension_name|upper }}_ARCHITECTURE);
+    /* Compared with its length: a GGUF string may hold a NUL, and "name\0other" is not "name". The detail
+     * is a ready reason ("general.architecture is 'llama', not '...'", or the type found when not a string). */
+    if (gufo_gguf_expect_string(gguf, "general.architecture", {{ cookiecutter.extension_name|upper }}_ARCHITECTURE, &err) != GUFO_OK)
+        return {{ cookiecutter.extension_name }}_reject(why, why_cap, "%s", err.message);
 
     uint32_t vocab = 0;
     if (gufo_gguf_get_u32(gguf, {{ cookiecutter.extension_name|upper }}_KEY_VOCAB_SIZE, &vocab, &err) != GUFO_OK)
