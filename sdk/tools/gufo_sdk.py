@@ -978,7 +978,7 @@ def cmd_configure(args):
     owners = dict(by_name)
     if args.official_manifests:
         official_dir = Path(args.official_manifests)
-        for n in lock_names:
+        for n in lock_names or []:
             ref = Extension(ctx, official_dir / n)
             if not ref.manifest_path.is_file():
                 problems.append(f"{ref.shown}: missing: the installed SDK's release lock ({ctx.show(args.lock)}) "
@@ -1007,6 +1007,7 @@ def cmd_configure(args):
         order = select(extensions, lock_names, args.extension, args.release, searched, invalid)
     except SdkError as e:
         raise SdkError(problems + e.problems) from e
+    lock_names = lock_names or []  # without a lock (past select's --release check) nothing is official
     # Against an installed SDK nothing built is official (an official name was refused above).
     official = set() if args.official_manifests else set(lock_names)
     problems += cross_checks(order, owners, lock_names, host_minor, host_revision)

@@ -455,6 +455,18 @@ class LockAndSelectionTests(SdkTestCase):
             f"extension name 'twin' is used by two directories: examples/twin and {outside}: extension names "
             "must be unique")
 
+    def test_configure_without_lock(self):
+        """gufo_sdk.py configure without --lock, as its help promises: every extension is community."""
+        s = Scratch("configure_without_lock")
+        s.add("examples", manifest("solo"))
+        rc, out = tool("configure", "--source-dir", s.src, "--binary-dir", s.build_dir,
+                       "--api-version", host_api_version(), "--schema-dir", s.src / "schema",
+                       "--allowlist", s.src / "sdk" / "allowlist.json", "--search", s.src / "examples",
+                       "--platform", "linux")
+        self.assertEqual(rc, 0, out)
+        data = json.loads((s.build_dir / "gufo_generated" / "extensions.json").read_text())
+        self.assertEqual([(e["name"], e["origin"]) for e in data["extensions"]], [("solo", "community")], data)
+
     def test_missing_dependency(self):
         s = Scratch("missing_dependency")
         s.add("examples", manifest("needy", depends=["ghost"]))
