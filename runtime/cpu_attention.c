@@ -71,8 +71,7 @@ static void weighted_sum_generic(const float *p, const float *v, size_t v_stride
 
 #ifdef HAVE_X86_PATH
 /* ---- AVX2 -------------------------------------------------------------------------------------- */
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+GUFO_CPU_TARGET_BEGIN("avx2,fma")
 
 /* (x[4q] + x[4q+2]) + (x[4q+1] + x[4q+3]) of a 4-lane group, in lane 0. */
 static inline __m128 group4_avx2(__m128 x)
@@ -121,11 +120,10 @@ static void weighted_sum_avx2(const float *p, const float *v, size_t v_stride, u
     if (d < dv)
         weighted_sum_generic(p, v + d, v_stride, n_keys, dv - d, out + d);
 }
-#pragma GCC pop_options
+GUFO_CPU_TARGET_END
 
 /* ---- AVX-512 ------------------------------------------------------------------------------------- */
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,avx512f,avx512dq,avx512vl")
+GUFO_CPU_TARGET_BEGIN("avx2,fma,avx512f,avx512dq,avx512vl")
 
 /* 16 keys' 16-lane partial sums -> their 16 totals by tree16, key t in lane t
  * (the transposing reduction: unpacks and 128-bit shuffles, 44 adds and moves). */
@@ -338,7 +336,7 @@ static void weighted_sum_avx512(const float *const *p, float *const *out, uint32
         }
     }
 }
-#pragma GCC pop_options
+GUFO_CPU_TARGET_END
 #endif /* HAVE_X86_PATH */
 
 /* ---- entry ------------------------------------------------------------------------------------------ */

@@ -17,6 +17,23 @@
 
 #include <gufo/ext/experimental/cpu_kernels.h>
 
+/* ---- instruction-set sections ----------------------------------------------
+ *
+ * The x86 kernels are compiled for instruction sets the build's baseline
+ * lacks, one section of a file at a time, and run only where cpu_isa.c found
+ * them. GCC spells such a section push_options + target; Clang ignores those
+ * pragmas (and -Werror fails on them) and spells it as an attribute applied to
+ * every function of the section. */
+#define GUFO_CPU_PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define GUFO_CPU_TARGET_BEGIN(isa) \
+    GUFO_CPU_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
+#define GUFO_CPU_TARGET_END GUFO_CPU_PRAGMA(clang attribute pop)
+#else
+#define GUFO_CPU_TARGET_BEGIN(isa) GUFO_CPU_PRAGMA(GCC push_options) GUFO_CPU_PRAGMA(GCC target(isa))
+#define GUFO_CPU_TARGET_END GUFO_CPU_PRAGMA(GCC pop_options)
+#endif
+
 /* ---- int8 activations ------------------------------------------------------
  *
  * One vector of `cols` floats becomes, at `base` (64-byte aligned):

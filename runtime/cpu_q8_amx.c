@@ -64,8 +64,7 @@ size_t gufo_cpu_tile_acts_bytes(uint64_t cols)
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+GUFO_CPU_TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
 
 /* ---- 16 x 16 transposes -------------------------------------------------------------- */
 
@@ -612,7 +611,7 @@ static void rows_q6_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
     rows_k(w, row_bytes, n_rows, cols, acts, act_stride, n_vec, y, y_stride, buf, GUFO_TENSOR_Q6_K);
 }
 
-#pragma GCC pop_options
+GUFO_CPU_TARGET_END
 
 gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_amx(gufo_tensor_type type)
 {

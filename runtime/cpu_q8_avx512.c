@@ -20,8 +20,7 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+GUFO_CPU_TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
 
 /* ---- reductions ----------------------------------------------------------------------- */
 
@@ -332,7 +331,7 @@ static void rows_q6_k(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t 
                                                       act_stride, n_vec, y + r0, y_stride, buf);
 }
 
-#pragma GCC pop_options
+GUFO_CPU_TARGET_END
 
 gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_avx512_zmm(gufo_tensor_type type)
 {

@@ -19,8 +19,7 @@
 #include <immintrin.h>
 
 /* ---- AVX2 ------------------------------------------------------------------------ */
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+GUFO_CPU_TARGET_BEGIN("avx2,fma,f16c")
 #define FN(name) name##_avx2
 #define DOT_U8S8(acc, u, s) _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
 #define DOT_S16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
@@ -28,11 +27,10 @@
 #undef FN
 #undef DOT_U8S8
 #undef DOT_S16
-#pragma GCC pop_options
+GUFO_CPU_TARGET_END
 
 /* ---- AVX-VNNI (VEX) ------------------------------------------------------------- */
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avxvnni")
+GUFO_CPU_TARGET_BEGIN("avx2,fma,f16c,avxvnni")
 #define FN(name) name##_avxvnni
 #define DOT_U8S8(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s))
 #define DOT_S16(acc, a, b) _mm256_dpwssd_avx_epi32((acc), (a), (b))
@@ -40,11 +38,10 @@
 #undef FN
 #undef DOT_U8S8
 #undef DOT_S16
-#pragma GCC pop_options
+GUFO_CPU_TARGET_END
 
 /* ---- AVX-512 VNNI (EVEX) ------------------------------------------------------------- */
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+GUFO_CPU_TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
 #define FN(name) name##_avx512
 #define DOT_U8S8(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
 #define DOT_S16(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
@@ -52,7 +49,7 @@
 #undef FN
 #undef DOT_U8S8
 #undef DOT_S16
-#pragma GCC pop_options
+GUFO_CPU_TARGET_END
 
 gufo_cpu_quantize_fn gufo_cpu_quantize_x86(gufo_x_cpu_isa isa)
 {

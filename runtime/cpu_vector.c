@@ -94,8 +94,7 @@ static double sum_squares_generic(const float *x, size_t n)
 
 #ifdef HAVE_X86_PATH
 /* ---- AVX-512 ------------------------------------------------------------------------------ */
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,avx512f,avx512dq,avx512vl")
+GUFO_CPU_TARGET_BEGIN("avx2,fma,avx512f,avx512dq,avx512vl")
 
 static inline __m512 exp16(__m512 x)
 {
@@ -189,7 +188,7 @@ static double sum_squares_avx512(const float *x, size_t n)
         l[i % 8] += (double)x[i] * (double)x[i];
     return tree8(l);
 }
-#pragma GCC pop_options
+GUFO_CPU_TARGET_END
 #endif
 
 /* ---- entries -------------------------------------------------------------------------------- */
