@@ -161,3 +161,6 @@ if(BUILD_TESTING AND TARGET qwen_random_model)
     set_tests_properties(qwen.qwen_bench_compare_selftest PROPERTIES
                          LABELS "extension;extension:qwen" SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
+
+# -- Qwen3.8 (GGUF arch qwen35): its own sources, tools and tests (src/qwen35/qwen35.cmake)
+include("${GUFO_EXTENSION_DIR}/src/qwen35/qwen35.cmake" OPTIONAL)
