@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of the HTTP, JSON, tokenizer, chat template and
-tool-call fuzz targets (tests/fuzz/corpus/<target>/seed_*).
+"""Writes the seed corpora of the HTTP, request-head, JSON, tokenizer, chat
+template and tool-call fuzz targets (tests/fuzz/corpus/<target>/seed_*).
 
 Seeds are what real clients send and real models write: the OpenAI and
 Anthropic request shapes the server tests use (tests/server/protocols_test.mjs),
@@ -216,6 +216,38 @@ def chat_template_inputs():
     }
 
 
+def request_heads():
+    """What clients send before a body: the heads the OpenAI and Anthropic
+    clients, curl and a browser send, and one of each kind the head check
+    refuses (host/server_head.h), so the fuzzer starts on both sides of it."""
+    body = b'{"model":"gufo-fuzz","messages":[{"role":"user","content":"hi"}]}'
+    openai = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: application/json\r\n"
+              b"Content-Type: application/json\r\nUser-Agent: OpenAI/JS 5.0.0\r\nAuthorization: Bearer sk-test\r\n"
+              b"X-Stainless-Retry-Count: 0\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return {
+        "openai": openai,
+        "anthropic": b"POST /v1/messages HTTP/1.1\r\nhost: localhost\r\nx-api-key: k\r\nanthropic-version: 2023-06-01\r\n"
+                     b"content-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+        "curl_get": b"GET /v1/models HTTP/1.1\r\nHost: localhost:8080\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n",
+        "browser": b"GET /health?x=1&y=%20 HTTP/1.1\r\nHost: a\r\nAccept-Language: fr-CH, fr;q=0.9\r\n"
+                   b"Cookie: a=b; c=d\r\nConnection: keep-alive\r\n\r\n",
+        "chunked": b"POST /v1/embeddings HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        "bare_lf": b"\r\n\nGET /health HTTP/1.0\nHost: a\n\n",
+        "pipelined": b"GET /health HTTP/1.1\r\nHost: a\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: a\r\n\r\n",
+        "partial": b"POST /v1/responses HTTP/1.1\r\nHost: a\r\nContent-Len",
+        "refused_obs_fold": b"GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n",
+        "refused_space_colon": b"GET / HTTP/1.1\r\nHost : a\r\n\r\n",
+        "refused_both_framings": b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "refused_gzip": b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        "refused_version": b"GET / HTTP/2.0\r\n\r\n",
+        "refused_no_version": b"GET /\r\n\r\n",
+        "refused_bare_cr": b"GET / HTTP/1.1\rHost: a\r\n\r\n",
+        "refused_long_target": b"GET /" + b"a" * 8200 + b" HTTP/1.1\r\n\r\n",
+        "refused_many_fields": b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(101)) + b"\r\n",
+        "refused_utf8_name": "GET / HTTP/1.1\r\nX-Straße: 1\r\n\r\n".encode(),
+    }
+
+
 def write_all(check):
     seeds = {}
     for name, body in chat_bodies().items():
@@ -228,6 +260,8 @@ def write_all(check):
         seeds[("http_embeddings", name + ".json")] = json.dumps(body, ensure_ascii=False).encode()
         if name not in ("base64", "dimensions"):
             seeds[("http_decisions", name + ".json")] = json.dumps(body, ensure_ascii=False).encode()
+    for name, data in request_heads().items():
+        seeds[("http_head", name + ".txt")] = data
     for name, text in JSON_VALUES.items():
         seeds[("json", name + ".json")] = text.encode()
     for name, text in OUTPUTS.items():

@@ -9,8 +9,9 @@ crash, leak, timeout, sanitizer report or broken promise fails the run, and
 the reproducer is kept under build/fuzz-artifacts/<target>/. A target whose
 model no compiled-in provider serves is skipped (its exit status 77), saying
 why. The committed corpus changes only with --merge, which minimises it
-together with what the run found (libFuzzer's -merge=1), keeping every
-seed_* and repro_* file.
+together with what the run found (libFuzzer's -merge=1): files libFuzzer
+named by their SHA-1 are replaced by the merge's choice, every other file
+(seed_*, repro_*, the GGUF seeds) stays.
 
     tests/fuzz/run_fuzzers.py --build build/fuzz --seconds 15            # the CI smoke
     tests/fuzz/run_fuzzers.py --build build/fuzz --runs 10000000 --target fuzz_tokenizer --merge
@@ -35,6 +36,7 @@ ROOT = HERE.parent.parent
 TARGETS = {
     "fuzz_gguf": ("gguf", None),
     "fuzz_manifest_values": ("manifest_values", None),
+    "fuzz_http_head": ("http_head", "http_head.dict"),
     "fuzz_http_openai": ("http_openai", "http.dict"),
     "fuzz_http_responses": ("http_responses", "http.dict"),
     "fuzz_http_anthropic": ("http_anthropic", "http.dict"),
@@ -46,7 +48,7 @@ TARGETS = {
     "fuzz_tool_calls": ("tool_calls", "tool_calls.dict"),
 }
 SKIP = 77           # what a target exits with when it cannot run here (fuzz_model.h)
-KEPT_PREFIXES = ("seed_", "repro_")  # committed by hand; --merge never removes them
+FOUND_NAME = re.compile(r"[0-9a-f]{40}")  # how libFuzzer names what it found (SHA-1); --merge keeps the rest
 
 
 def corpus_size(directory):
@@ -71,9 +73,9 @@ def merge(binary, committed, found, log):
         if result.returncode != 0:
             print(result.stdout[-4000:])
             return False
-        kept = {p.read_bytes() for p in committed.iterdir() if p.name.startswith(KEPT_PREFIXES)}
+        kept = {p.read_bytes() for p in committed.iterdir() if not FOUND_NAME.fullmatch(p.name)}
         for p in committed.iterdir():
-            if not p.name.startswith(KEPT_PREFIXES):
+            if FOUND_NAME.fullmatch(p.name):
                 p.unlink()
         for p in merged.iterdir():
             if p.read_bytes() not in kept:
