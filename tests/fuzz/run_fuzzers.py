@@ -47,6 +47,7 @@ TARGETS = {
     "fuzz_chat_template": ("chat_template", "chat_template.dict"),
     "fuzz_tool_calls": ("tool_calls", "tool_calls.dict"),
 }
+TIMEOUT = 10        # seconds per input (--timeout)
 SKIP = 77           # what a target exits with when it cannot run here (fuzz_model.h)
 FOUND_NAME = re.compile(r"[0-9a-f]{40}")  # how libFuzzer names what it found (SHA-1); --merge keeps the rest
 
@@ -66,7 +67,7 @@ def merge(binary, committed, found, log):
     with tempfile.TemporaryDirectory(prefix="merge-") as tmp:
         merged = pathlib.Path(tmp) / "merged"
         merged.mkdir()
-        cmd = [str(binary), "-merge=1", "-error_exitcode=1", "-timeout=10", "-rss_limit_mb=2048", str(merged),
+        cmd = [str(binary), "-merge=1", "-error_exitcode=1", f"-timeout={TIMEOUT}", "-rss_limit_mb=2048", str(merged),
                str(committed), str(found)]
         result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         log.write(result.stdout)
@@ -91,7 +92,7 @@ def run_target(target, binary, args, log):
         shutil.copytree(committed, work)
         artifacts = pathlib.Path(scratch) / "artifacts"
         artifacts.mkdir()
-        cmd = [str(binary), str(work), "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
+        cmd = [str(binary), str(work), f"-timeout={TIMEOUT}", "-rss_limit_mb=2048", "-print_final_stats=1",
                "-error_exitcode=1", "-timeout_exitcode=1", f"-artifact_prefix={artifacts}/"]
         cmd.append(f"-runs={args.runs}" if args.runs else f"-max_total_time={args.seconds}")
         if dict_name:
@@ -137,7 +138,12 @@ def main() -> int:
     parser.add_argument("--merge", action="store_true",
                         help="minimise the committed corpus together with what the run found")
     parser.add_argument("--log", help="append every target's full libFuzzer output to this file")
+    parser.add_argument("--timeout", type=int, default=10,
+                        help="seconds one input may take before it counts as a finding (default 10; raise it "
+                             "for long runs at low priority on a busy machine, where a starved process is not slow code)")
     args = parser.parse_args()
+    global TIMEOUT
+    TIMEOUT = args.timeout
     build = pathlib.Path(args.build).resolve()
     log = open(args.log, "a") if args.log else open("/dev/null", "w")
     results = {}
