@@ -1,0 +1,41 @@
+# qwen35.cmake — Qwen3.5/3.8 (GGUF arch qwen35): the CPU model core, its tool and its tests.
+# Included at the end of extensions/qwen/extension.cmake. Paths are the extension's.
+#
+# Each target is created only when extensions/qwen/extension.json declares it
+# (the SDK refuses undeclared targets); until then configure says which
+# entries are missing and builds nothing of this part.
+
+set(qwen35_core_sources
+    src/qwen35/hparams.c
+    src/qwen35/weights.c
+    src/qwen35/conv.c
+    src/qwen35/delta_rule.c
+    src/qwen35/attention.c
+    src/qwen35/state.c
+    src/qwen35/forward.c
+)
+
+set(qwen35_missing "")
+foreach(qwen35_target qwen_qwen35_cpu qwen_qwen35_random_model qwen_qwen35_math_tests qwen_qwen35_model_tests)
+    if(NOT GUFO_EXT_TARGET_${qwen35_target}_EXTENSION STREQUAL "qwen")
+        list(APPEND qwen35_missing ${qwen35_target})
+    endif()
+endforeach()
+
+if(qwen35_missing)
+    message(STATUS "qwen: the qwen35 part is not built: extension.json does not declare ${qwen35_missing} "
+                   "(qwen_qwen35_cpu: library; qwen_qwen35_random_model: executable; qwen_qwen35_*_tests: test, requires testing)")
+else()
+    gufo_extension_library(qwen_qwen35_cpu SOURCES ${qwen35_core_sources} LINK Threads::Threads m)
+    gufo_extension_executable(qwen_qwen35_random_model SOURCES tools/qwen35_random_model.c LINK m)
+
+    set(qwen35_models "${GUFO_EXTENSION_BINARY_DIR}/qwen35")
+    # The pieces against double-precision references and against each other:
+    # chunked == recurrent delta rule, conv state continuation, gated attention.
+    gufo_extension_test(qwen_qwen35_math_tests SOURCES tests/qwen35/test_math.c LINK qwen_qwen35_cpu m)
+    # The whole tiny model from qwen_qwen35_random_model's files (F32, BF16, Q8_0):
+    # inventory errors, prefill == decode, snapshot/restore, MTP.
+    gufo_extension_test(qwen_qwen35_model_tests SOURCES tests/qwen35/test_model.c LINK qwen_qwen35_cpu m
+        ARGS "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}"
+             "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen35")
+endif()

@@ -1,0 +1,90 @@
+/* qwen35/state.c — a sequence's caches and recurrent state; snapshots (state.h). */
+#include "state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+gufo_status qwen35_state_create(const qwen35_hparams *hp, bool with_mtp, uint32_t capacity, qwen35_state *st,
+                                gufo_error *err)
+{
+    memset(st, 0, sizeof *st);
+    st->capacity = capacity;
+    for (uint32_t il = 0; il < hp->n_layer; il++)
+        st->slot[il] = (int16_t)(hp->recurrent[il] ? st->n_gdn++ : st->n_kv_slots++);
+    if (with_mtp)
+        st->n_kv_slots++; /* the last slot */
+    st->kv_slot_floats = 2 * (size_t)hp->n_head_kv * capacity * hp->head_dim;
+    st->conv_floats = (size_t)(hp->conv_kernel - 1) * qwen35_gdn_conv_dim(hp);
+    st->delta_floats = (size_t)hp->gdn_v_heads * hp->gdn_head_dim * hp->gdn_head_dim;
+    st->kv = calloc(st->n_kv_slots ? st->n_kv_slots * st->kv_slot_floats : 1, sizeof(float));
+    st->conv = calloc(st->n_gdn ? st->n_gdn * st->conv_floats : 1, sizeof(float));
+    st->delta = calloc(st->n_gdn ? st->n_gdn * st->delta_floats : 1, sizeof(float));
+    if (!st->kv || !st->conv || !st->delta) {
+        qwen35_state_free(st);
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen35: no memory for a sequence of %u positions", capacity);
+    }
+    return GUFO_OK;
+}
+
+void qwen35_state_free(qwen35_state *st)
+{
+    free(st->kv);
+    free(st->conv);
+    free(st->delta);
+    memset(st, 0, sizeof *st);
+}
+
+void qwen35_state_reset(qwen35_state *st)
+{
+    st->n_past = st->mtp_n_past = st->kv_written = 0;
+    memset(st->conv, 0, st->n_gdn * st->conv_floats * sizeof(float));
+    memset(st->delta, 0, st->n_gdn * st->delta_floats * sizeof(float));
+}
+
+size_t qwen35_snapshot_bytes(const qwen35_state *st)
+{
+    return st->n_gdn * (st->conv_floats + st->delta_floats) * sizeof(float);
+}
+
+gufo_status qwen35_snapshot_take(const qwen35_state *st, qwen35_snapshot *snap, gufo_error *err)
+{
+    memset(snap, 0, sizeof *snap);
+    snap->n_past = st->n_past;
+    snap->mtp_n_past = st->mtp_n_past;
+    snap->conv_floats = st->n_gdn * st->conv_floats;
+    snap->delta_floats = st->n_gdn * st->delta_floats;
+    snap->conv = malloc((snap->conv_floats ? snap->conv_floats : 1) * sizeof(float));
+    snap->delta = malloc((snap->delta_floats ? snap->delta_floats : 1) * sizeof(float));
+    if (!snap->conv || !snap->delta) {
+        qwen35_snapshot_free(snap);
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen35: no memory for a snapshot of %zu bytes",
+                              qwen35_snapshot_bytes(st));
+    }
+    memcpy(snap->conv, st->conv, snap->conv_floats * sizeof(float));
+    memcpy(snap->delta, st->delta, snap->delta_floats * sizeof(float));
+    return GUFO_OK;
+}
+
+gufo_status qwen35_snapshot_restore(qwen35_state *st, const qwen35_snapshot *snap, gufo_error *err)
+{
+    if (snap->conv_floats != st->n_gdn * st->conv_floats || snap->delta_floats != st->n_gdn * st->delta_floats)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: the snapshot is of another model's state");
+    if (snap->n_past > st->kv_written)
+        return gufo_error_set(err, GUFO_E_STATE,
+                              "qwen35: snapshot at position %u, but the caches hold only %u positions of this "
+                              "sequence", snap->n_past, st->kv_written);
+    memcpy(st->conv, snap->conv, snap->conv_floats * sizeof(float));
+    memcpy(st->delta, snap->delta, snap->delta_floats * sizeof(float));
+    st->n_past = snap->n_past;
+    st->mtp_n_past = snap->mtp_n_past;
+    /* Positions past the snapshot will be written again by this branch. */
+    st->kv_written = snap->n_past;
+    return GUFO_OK;
+}
+
+void qwen35_snapshot_free(qwen35_snapshot *snap)
+{
+    free(snap->conv);
+    free(snap->delta);
+    memset(snap, 0, sizeof *snap);
+}

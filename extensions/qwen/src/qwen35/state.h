@@ -1,0 +1,81 @@
+/* qwen35/state.h — what one sequence carries between steps, and snapshots of its recurrent part.
+ *
+ * Per full-attention block (and the MTP block): keys and values of every
+ * position so far, float32, head-major (attention.h). Per Gated DeltaNet
+ * block: the convolution's last kernel-1 inputs ([kernel-1][conv_dim]) and
+ * each value head's dk x dv delta-rule state.
+ *
+ * The caches can be truncated (n_past lowered) but the recurrent state
+ * cannot be rewound: a position is undone only by restoring a snapshot taken
+ * there. A snapshot is a copy of every conv and delta state plus the lengths;
+ * the keys and values are not copied, because positions below the snapshot's
+ * length are still in the caches as long as the sequence has not rewritten
+ * them since (restore checks the lengths it can check, see below).
+ */
+#ifndef QWEN35_STATE_H
+#define QWEN35_STATE_H
+
+#include "hparams.h"
+
+typedef struct qwen35_state {
+    uint32_t n_past;      /* trunk positions computed */
+    uint32_t mtp_n_past;  /* positions in the MTP block's cache */
+    uint32_t capacity;    /* positions each cache holds */
+    uint32_t kv_written;  /* highest trunk length ever reached since the last restore below it */
+    uint32_t n_kv_slots;  /* full-attention blocks, plus one for the MTP block when the model has it */
+    uint32_t n_gdn;       /* Gated DeltaNet blocks */
+    int16_t slot[QWEN35_MAX_LAYERS]; /* per trunk block: its KV slot or its GDN index */
+    size_t kv_slot_floats, conv_floats, delta_floats; /* per slot / per GDN block */
+    float *kv;            /* [slot][keys, values][Hkv][capacity][hd] */
+    float *conv;          /* [gdn][kernel-1][conv_dim] */
+    float *delta;         /* [gdn][Hv][dk][dv] */
+} qwen35_state;
+
+/** A fresh sequence (zero state) with caches of `capacity` positions. GUFO_E_NO_MEMORY. */
+gufo_status qwen35_state_create(const qwen35_hparams *hp, bool with_mtp, uint32_t capacity, qwen35_state *st,
+                                gufo_error *err);
+void qwen35_state_free(qwen35_state *st);
+/** Back to a fresh sequence (length 0, zero recurrent state). */
+void qwen35_state_reset(qwen35_state *st);
+
+static inline float *qwen35_state_keys(const qwen35_state *st, uint32_t slot)
+{
+    return st->kv + (size_t)slot * st->kv_slot_floats;
+}
+static inline float *qwen35_state_values(const qwen35_state *st, uint32_t slot)
+{
+    return st->kv + (size_t)slot * st->kv_slot_floats + st->kv_slot_floats / 2;
+}
+static inline float *qwen35_state_conv(const qwen35_state *st, uint32_t gdn)
+{
+    return st->conv + (size_t)gdn * st->conv_floats;
+}
+static inline float *qwen35_state_delta(const qwen35_state *st, uint32_t gdn)
+{
+    return st->delta + (size_t)gdn * st->delta_floats;
+}
+
+typedef struct qwen35_snapshot {
+    uint32_t n_past, mtp_n_past;
+    size_t conv_floats, delta_floats; /* totals over the blocks */
+    float *conv, *delta;
+} qwen35_snapshot;
+
+/** Bytes a snapshot of `st` holds (what a cache policy weighs). */
+size_t qwen35_snapshot_bytes(const qwen35_state *st);
+
+/** Copies the recurrent state and lengths of `st` into a new snapshot. GUFO_E_NO_MEMORY. */
+gufo_status qwen35_snapshot_take(const qwen35_state *st, qwen35_snapshot *snap, gufo_error *err);
+
+/**
+ * Puts `snap` back into `st`, which must be the sequence it was taken from
+ * (or a copy of it). GUFO_E_STATE, `st` unchanged, when the caches cannot
+ * still hold the snapshot's positions: the snapshot is longer than anything
+ * the sequence has written since its last restore below it. Continuing
+ * after a restore gives the same bits as continuing right after the take.
+ */
+gufo_status qwen35_snapshot_restore(qwen35_state *st, const qwen35_snapshot *snap, gufo_error *err);
+
+void qwen35_snapshot_free(qwen35_snapshot *snap);
+
+#endif /* QWEN35_STATE_H */
