@@ -1,0 +1,416 @@
+/* test_model.c — the whole tiny qwen35 model, from the files qwen_qwen35_random_model writes.
+ *
+ * Arguments: the tool, a scratch directory, the golden directory (unused until
+ * tests/golden/qwen35 holds references).
+ *
+ *  - the file's keys and tensors read back as the tool's shape (3 Gated
+ *    DeltaNet + 1 attention block, MTP block, tiled value heads);
+ *  - broken files are refused with the sentence a user reads (a missing key,
+ *    a tensor of the wrong shape, a missing tensor, inconsistent SSM sizes);
+ *  - logits of one prefill of 150 tokens (chunked delta rule: chunks of 64,
+ *    64, 22) equal 150 single-token decodes (recurrent) and a 70-token
+ *    prefill followed by decodes, within 1e-4 x max|logit| with float32
+ *    products (F32, BF16, Q8_0 with fp32 numerics) and 3e-2 with int8
+ *    activations (Q8_0, default); 1 and 3 threads give the same bits;
+ *  - snapshot/restore: continuing after a restore gives the same bits as
+ *    continuing right after the snapshot, also after another branch was
+ *    decoded in between; a snapshot whose positions were overwritten is refused;
+ *  - MTP: the block over 40 rows in one call equals 40 single-row calls, bit
+ *    for bit (the attention kernel and float products do not depend on how
+ *    rows are grouped).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gufo/ext/experimental/thread_pool.h>
+#include <gufo/ext/gguf.h>
+
+#include "src/qwen35/forward.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            failures++;                                                                                                \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                       \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fputc('\n', stderr);                                                                                       \
+        }                                                                                                              \
+    } while (0)
+
+enum { N_TOKENS = 150, CAPACITY = 256 };
+
+typedef struct model {
+    gufo_gguf *gguf;
+    qwen35_hparams hp;
+    qwen35_weights w;
+    gufo_x_pool *pool;
+    qwen35_engine e;
+} model;
+
+static bool load(const char *path, uint32_t threads, model *m)
+{
+    memset(m, 0, sizeof *m);
+    gufo_error err = {0};
+    char why[256] = "";
+    if (gufo_gguf_open(path, GUFO_GGUF_OPEN_MAP, &m->gguf, &err) != GUFO_OK) {
+        fprintf(stderr, "%s: %s\n", path, err.message);
+        return false;
+    }
+    if (!qwen35_hparams_read(m->gguf, &m->hp, why, sizeof why) || !qwen35_weights_check(m->gguf, &m->hp, why, sizeof why)) {
+        fprintf(stderr, "%s: %s\n", path, why);
+        return false;
+    }
+    if (qwen35_weights_load(m->gguf, &m->hp, &m->w, &err) != GUFO_OK ||
+        gufo_x_pool_create(threads, &m->pool, &err) != GUFO_OK ||
+        qwen35_engine_init(&m->e, &m->hp, &m->w, m->pool, N_TOKENS, CAPACITY, &err) != GUFO_OK) {
+        fprintf(stderr, "%s: %s\n", path, err.message);
+        return false;
+    }
+    return true;
+}
+
+static void unload(model *m)
+{
+    qwen35_engine_free(&m->e);
+    gufo_x_pool_destroy(m->pool);
+    qwen35_weights_free(&m->w);
+    gufo_gguf_close(m->gguf);
+}
+
+static int32_t tokens[N_TOKENS];
+
+static void make_tokens(uint32_t vocab)
+{
+    uint64_t s = 12345;
+    for (int i = 0; i < N_TOKENS; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tokens[i] = (int32_t)((s >> 33) % vocab);
+    }
+}
+
+/* Logits of every position of `tokens`: one prefill of `first` rows, then decodes. */
+static bool run(model *m, uint32_t first, float *out)
+{
+    qwen35_state st;
+    gufo_error err = {0};
+    const uint32_t V = m->hp.n_vocab;
+    if (qwen35_state_create(&m->hp, m->w.has_mtp, CAPACITY, &st, &err) != GUFO_OK)
+        return false;
+    bool ok = qwen35_forward(&m->e, &st, tokens, first, true, &err) == GUFO_OK;
+    if (ok)
+        memcpy(out, m->e.logits, sizeof(float) * first * V);
+    for (uint32_t t = first; ok && t < N_TOKENS; t++) {
+        ok = qwen35_forward(&m->e, &st, tokens + t, 1, false, &err) == GUFO_OK;
+        if (ok)
+            memcpy(out + (size_t)t * V, m->e.logits, sizeof(float) * V);
+    }
+    if (!ok)
+        fprintf(stderr, "forward: %s\n", err.message);
+    qwen35_state_free(&st);
+    return ok;
+}
+
+static double max_abs(const float *x, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs(x[i]));
+    return m;
+}
+
+static double max_diff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+static void test_file_shape(const model *m)
+{
+    const qwen35_hparams *hp = &m->hp;
+    CHECK(hp->n_layer == 4 && hp->n_nextn == 1 && hp->n_embd == 64 && hp->n_ff == 128 && hp->n_vocab == 320,
+          "shape: layers %u + %u, hidden %u, ffn %u, vocab %u", hp->n_layer, hp->n_nextn, hp->n_embd, hp->n_ff,
+          hp->n_vocab);
+    CHECK(hp->recurrent[0] && hp->recurrent[1] && hp->recurrent[2] && !hp->recurrent[3], "layer kinds");
+    CHECK(hp->n_head == 4 && hp->n_head_kv == 2 && hp->head_dim == 32 && hp->n_rot == 8, "attention shape");
+    CHECK(hp->gdn_k_heads == 2 && hp->gdn_v_heads == 4 && hp->gdn_head_dim == 16 && hp->conv_kernel == 4,
+          "GDN shape");
+    CHECK(!hp->tied_output && m->w.has_mtp && m->w.mtp.head.data == m->w.output.data &&
+              m->w.mtp.embed.data == m->w.token_embd.data,
+          "MTP shares the output and embedding when it has none of its own");
+}
+
+/* ---- broken files ------------------------------------------------------------- */
+
+typedef struct edit {
+    const char *drop_key, *drop_tensor, *reshape_tensor;
+    const char *u32_key;
+    uint32_t u32_value;
+    const char *expect;
+} edit;
+
+/* Rewrites `src` into `dst` with one edit, then checks the reason the reader gives. */
+static void check_broken(const char *src, const char *dst, const edit *ed)
+{
+    gufo_gguf *in = NULL;
+    gufo_gguf_writer *w = NULL;
+    gufo_error err = {0};
+    if (gufo_gguf_open(src, GUFO_GGUF_OPEN_MAP, &in, &err) != GUFO_OK || gufo_gguf_writer_create(&w) != GUFO_OK) {
+        CHECK(false, "cannot rewrite %s", src);
+        return;
+    }
+    for (uint64_t i = 0; i < gufo_gguf_kv_count(in); i++) {
+        const char *key;
+        gufo_gguf_value value;
+        gufo_gguf_kv_at(in, i, &key, &value);
+        if ((ed->drop_key && strcmp(key, ed->drop_key) == 0) || strcmp(key, "general.alignment") == 0)
+            continue;
+        if (ed->u32_key && strcmp(key, ed->u32_key) == 0)
+            gufo_gguf_writer_set_u32(w, key, ed->u32_value);
+        else
+            gufo_gguf_writer_copy_value(w, key, in, &value);
+    }
+    for (uint64_t i = 0; i < gufo_gguf_tensor_count(in); i++) {
+        gufo_tensor_info t;
+        const void *data;
+        gufo_gguf_tensor_at(in, i, &t);
+        gufo_gguf_tensor_data(in, &t, &data, &err);
+        if (ed->drop_tensor && strcmp(t.name, ed->drop_tensor) == 0)
+            continue;
+        uint64_t dims[4] = {t.dims[0], t.dims[1], t.dims[2], t.dims[3]};
+        if (ed->reshape_tensor && strcmp(t.name, ed->reshape_tensor) == 0 && t.n_dims == 1) {
+            dims[0] /= 2; /* half of it */
+        }
+        gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, dims, data);
+    }
+    gufo_status st = gufo_gguf_writer_write(w, dst, &err);
+    gufo_gguf_writer_destroy(w);
+    gufo_gguf_close(in);
+    CHECK(st == GUFO_OK, "write %s: %s", dst, err.message);
+    gufo_gguf *g = NULL;
+    if (gufo_gguf_open(dst, GUFO_GGUF_OPEN_METADATA, &g, &err) != GUFO_OK) {
+        CHECK(false, "reopen %s: %s", dst, err.message);
+        return;
+    }
+    qwen35_hparams hp;
+    char why[256] = "";
+    const bool ok = qwen35_hparams_read(g, &hp, why, sizeof why) && qwen35_weights_check(g, &hp, why, sizeof why);
+    CHECK(!ok && strcmp(why, ed->expect) == 0, "broken file: got '%s', expected '%s'", ok ? "(accepted)" : why,
+          ed->expect);
+    gufo_gguf_close(g);
+}
+
+static void test_broken(const char *f32, const char *dir)
+{
+    char dst[1024];
+    snprintf(dst, sizeof dst, "%s/broken.gguf", dir);
+    const edit edits[] = {
+        {.drop_key = "qwen35.ssm.conv_kernel", .expect = "missing key qwen35.ssm.conv_kernel"},
+        {.drop_tensor = "blk.3.attn_q_norm.weight", .expect = "missing tensor blk.3.attn_q_norm.weight"},
+        {.reshape_tensor = "blk.1.ssm_a", .expect = "tensor blk.1.ssm_a has shape [2], expected [4]"},
+        {.u32_key = "qwen35.ssm.inner_size", .u32_value = 48,
+         .expect = "key qwen35.ssm.inner_size is 48, expected time_step_rank x state_size = 4 x 16"},
+        {.u32_key = "qwen35.ssm.time_step_rank", .u32_value = 3,
+         .expect = "key qwen35.ssm.time_step_rank 3 (value heads) is not a multiple of qwen35.ssm.group_count 2 "
+                   "(key heads)"},
+        {.drop_tensor = "blk.4.nextn.eh_proj.weight", .expect = "missing tensor blk.4.nextn.eh_proj.weight"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++)
+        check_broken(f32, dst, &edits[i]);
+}
+
+/* ---- prefill == decode ------------------------------------------------------------ */
+
+/* `bound` is relative to the largest logit: 1e-4 where the products are
+ * float32 (the chunked and recurrent forms round differently, 1e-6 relative
+ * per block in test_math, and that stays far below 1e-4 through 4 blocks);
+ * with int8 activations (Q8_0 weights, default numerics) a difference of one
+ * rounding step of an activation block is 2^-8 of its largest value, which
+ * the project bounds by 3e-2 x max|logit| (qwen's README). */
+static void test_prefill_decode(const char *path, const char *name, gufo_x_cpu_numerics numerics, double bound)
+{
+    model m;
+    if (!load(path, 2, &m)) {
+        CHECK(false, "%s does not load", name);
+        return;
+    }
+    m.e.numerics = numerics;
+    const size_t n = (size_t)N_TOKENS * m.hp.n_vocab;
+    float *once = malloc(n * sizeof(float)), *steps = malloc(n * sizeof(float)), *mixed = malloc(n * sizeof(float));
+    make_tokens(m.hp.n_vocab);
+    if (run(&m, N_TOKENS, once) && run(&m, 1, steps) && run(&m, 70, mixed)) {
+        const double scale = max_abs(once, n), d1 = max_diff(once, steps, n), d2 = max_diff(once, mixed, n);
+        bool finite = true;
+        for (size_t i = 0; i < n; i++)
+            finite = finite && isfinite(once[i]);
+        CHECK(finite, "%s: logits are not finite", name);
+        CHECK(d1 <= bound * scale && d2 <= bound * scale, "%s: prefill vs decode %.3g, vs 70+decode %.3g (scale %.3g)",
+              name, d1, d2, scale);
+        printf("%s (%s): prefill of %d vs %d decodes max |d| %.2e, vs 70 + decodes %.2e (max |logit| %.2f)\n", name,
+               numerics == GUFO_X_CPU_EXACT ? "fp32" : "q8", N_TOKENS, N_TOKENS, d1, d2, scale);
+    } else {
+        CHECK(false, "%s: forward failed", name);
+    }
+    free(once), free(steps), free(mixed);
+    unload(&m);
+}
+
+static void test_threads(const char *path)
+{
+    model one, three;
+    if (!load(path, 1, &one) || !load(path, 3, &three)) {
+        CHECK(false, "threads: load failed");
+        return;
+    }
+    const size_t n = (size_t)N_TOKENS * one.hp.n_vocab;
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    make_tokens(one.hp.n_vocab);
+    CHECK(run(&one, 100, a) && run(&three, 100, b) && memcmp(a, b, n * sizeof(float)) == 0,
+          "1 and 3 threads differ");
+    free(a), free(b);
+    unload(&one);
+    unload(&three);
+}
+
+/* ---- snapshots ---------------------------------------------------------------------- */
+
+static bool decode_run(model *m, qwen35_state *st, const int32_t *toks, uint32_t n, float *out)
+{
+    gufo_error err = {0};
+    for (uint32_t t = 0; t < n; t++) {
+        if (qwen35_forward(&m->e, st, toks + t, 1, false, &err) != GUFO_OK)
+            return false;
+        memcpy(out + (size_t)t * m->hp.n_vocab, m->e.logits, sizeof(float) * m->hp.n_vocab);
+    }
+    return true;
+}
+
+static void test_snapshots(const char *path)
+{
+    model m;
+    if (!load(path, 2, &m)) {
+        CHECK(false, "snapshot: load failed");
+        return;
+    }
+    make_tokens(m.hp.n_vocab);
+    const uint32_t V = m.hp.n_vocab;
+    float *first = malloc(sizeof(float) * 10 * V), *again = malloc(sizeof(float) * 10 * V);
+    float *other = malloc(sizeof(float) * 10 * V);
+    qwen35_state st;
+    qwen35_snapshot at40, at50;
+    gufo_error err = {0};
+    bool ok = qwen35_state_create(&m.hp, true, CAPACITY, &st, &err) == GUFO_OK &&
+              qwen35_forward(&m.e, &st, tokens, 40, false, &err) == GUFO_OK &&
+              qwen35_snapshot_take(&st, &at40, &err) == GUFO_OK && decode_run(&m, &st, tokens + 40, 10, first) &&
+              qwen35_snapshot_take(&st, &at50, &err) == GUFO_OK;
+    CHECK(ok, "snapshot: setup failed: %s", err.message);
+    if (!ok)
+        return;
+    CHECK(qwen35_snapshot_restore(&st, &at40, &err) == GUFO_OK && st.n_past == 40, "restore at 40");
+    CHECK(decode_run(&m, &st, tokens + 40, 10, again) && memcmp(first, again, sizeof(float) * 10 * V) == 0,
+          "decoding after a restore differs from decoding after the take");
+    /* another branch from 40, then back to 40 and the first branch again */
+    CHECK(qwen35_snapshot_restore(&st, &at40, &err) == GUFO_OK, "restore at 40 (2)");
+    CHECK(decode_run(&m, &st, tokens + 100, 10, other), "other branch");
+    CHECK(memcmp(first, other, sizeof(float) * 10 * V) != 0, "another branch gives other logits");
+    /* the snapshot at 50 belongs to the first branch, whose positions 40..49 were overwritten */
+    CHECK(qwen35_snapshot_restore(&st, &at50, &err) == GUFO_OK, "restore at 50 over the other branch's 50 positions");
+    CHECK(qwen35_snapshot_restore(&st, &at40, &err) == GUFO_OK, "restore at 40 (3)");
+    gufo_status refused = qwen35_snapshot_restore(&st, &at50, &err);
+    CHECK(refused == GUFO_E_STATE, "a snapshot past what the sequence still holds is refused (got %s)",
+          gufo_status_str(refused));
+    CHECK(decode_run(&m, &st, tokens + 40, 10, again) && memcmp(first, again, sizeof(float) * 10 * V) == 0,
+          "after the other branch, the first branch repeats bit for bit");
+    printf("snapshot/restore: %zu bytes per snapshot, continuations bit-identical\n", qwen35_snapshot_bytes(&st));
+    qwen35_snapshot_free(&at40);
+    qwen35_snapshot_free(&at50);
+    qwen35_state_free(&st);
+    free(first), free(again), free(other);
+    unload(&m);
+}
+
+/* ---- MTP ---------------------------------------------------------------------------- */
+
+static void test_mtp(const char *path)
+{
+    model m;
+    if (!load(path, 2, &m)) {
+        CHECK(false, "MTP: load failed");
+        return;
+    }
+    enum { ROWS = 40 };
+    make_tokens(m.hp.n_vocab);
+    const uint32_t V = m.hp.n_vocab, D = m.hp.n_embd;
+    float *hidden = malloc(sizeof(float) * ROWS * D), *once = malloc(sizeof(float) * ROWS * V);
+    float *steps = malloc(sizeof(float) * ROWS * V);
+    qwen35_state st;
+    gufo_error err = {0};
+    bool ok = qwen35_state_create(&m.hp, true, CAPACITY, &st, &err) == GUFO_OK &&
+              qwen35_forward(&m.e, &st, tokens, ROWS + 1, false, &err) == GUFO_OK;
+    if (ok) {
+        memcpy(hidden, m.e.hidden, sizeof(float) * ROWS * D);
+        ok = qwen35_mtp_forward(&m.e, &st, tokens + 1, hidden, ROWS, &err) == GUFO_OK;
+        if (ok)
+            memcpy(once, m.e.logits, sizeof(float) * ROWS * V);
+        st.mtp_n_past = 0;
+        for (uint32_t r = 0; ok && r < ROWS; r++) {
+            ok = qwen35_mtp_forward(&m.e, &st, tokens + 1 + r, hidden + (size_t)r * D, 1, &err) == GUFO_OK;
+            memcpy(steps + (size_t)r * V, m.e.logits, sizeof(float) * V);
+        }
+    }
+    CHECK(ok, "MTP forward failed: %s", err.message);
+    if (ok) {
+        CHECK(memcmp(once, steps, sizeof(float) * ROWS * V) == 0, "MTP: one call vs single rows differ by %.3g",
+              max_diff(once, steps, (size_t)ROWS * V));
+        printf("MTP: %d rows in one call == %d single rows (max |logit| %.2f)\n", ROWS, ROWS,
+               max_abs(once, (size_t)ROWS * V));
+    }
+    qwen35_state_free(&st);
+    free(hidden), free(once), free(steps);
+    unload(&m);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s QWEN35_RANDOM_MODEL SCRATCH_DIR [GOLDEN_DIR]\n", argv[0]);
+        return 2;
+    }
+    const char *tool = argv[1], *dir = argv[2];
+    char cmd[4096], f32[1024], bf16[1024], q8[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    if (system(cmd) != 0)
+        return 1;
+    snprintf(f32, sizeof f32, "%s/tiny-f32.gguf", dir);
+    snprintf(bf16, sizeof bf16, "%s/tiny-bf16.gguf", dir);
+    snprintf(q8, sizeof q8, "%s/tiny-q8_0.gguf", dir);
+    const char *paths[] = {f32, bf16, q8}, *types[] = {"f32", "bf16", "q8_0"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' --type %s --out '%s'", tool, types[i], paths[i]);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "%s failed\n", cmd);
+            return 1;
+        }
+    }
+    model m;
+    if (!load(f32, 1, &m))
+        return 1;
+    test_file_shape(&m);
+    unload(&m);
+    test_broken(f32, dir);
+    test_prefill_decode(f32, "f32", GUFO_X_CPU_Q8, 1e-4);
+    test_prefill_decode(bf16, "bf16", GUFO_X_CPU_Q8, 1e-4);
+    test_prefill_decode(q8, "q8_0", GUFO_X_CPU_EXACT, 1e-4);
+    test_prefill_decode(q8, "q8_0", GUFO_X_CPU_Q8, 3e-2);
+    test_threads(f32);
+    test_snapshots(f32);
+    test_mtp(f32);
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}
