@@ -34,8 +34,14 @@ else()
     # chunked == recurrent delta rule, conv state continuation, gated attention.
     gufo_extension_test(qwen_qwen35_math_tests SOURCES tests/qwen35/test_math.c LINK qwen_qwen35_cpu m)
     # The whole tiny model from qwen_qwen35_random_model's files (F32, BF16, Q8_0):
-    # inventory errors, prefill == decode, snapshot/restore, MTP.
-    gufo_extension_test(qwen_qwen35_model_tests SOURCES tests/qwen35/test_model.c LINK qwen_qwen35_cpu m
+    # inventory errors, prefill == decode, snapshot/restore, MTP, and the references in
+    # tests/golden/qwen35 (tools/qwen35/make_golden.py).
+    gufo_extension_test(qwen_qwen35_model_tests SOURCES tests/qwen35/test_model.c LINK qwen_qwen35_cpu cjson m
         ARGS "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}"
              "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen35")
+    # make_golden.py's GGUF -> transformers mapping, offline (no torch): names, shapes and
+    # the converter's transforms round-tripping the tiny file's values.
+    add_test(NAME qwen.qwen35_make_golden_selftest
+             COMMAND sh -c "mkdir -p '${qwen35_models}' && '$<TARGET_FILE:qwen_qwen35_random_model>' --type bf16 --out '${qwen35_models}/selftest-bf16.gguf' && '${GUFO_PYTHON}' '${GUFO_EXTENSION_DIR}/../../tools/qwen35/make_golden.py' --selftest '${qwen35_models}/selftest-bf16.gguf'")
+    set_tests_properties(qwen.qwen35_make_golden_selftest PROPERTIES LABELS "extension;extension:qwen")
 endif()

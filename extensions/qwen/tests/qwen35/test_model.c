@@ -17,13 +17,20 @@
  *    decoded in between; a snapshot whose positions were overwritten is refused;
  *  - MTP: the block over 40 rows in one call equals 40 single-row calls, bit
  *    for bit (the attention kernel and float products do not depend on how
- *    rows are grouped).
+ *    rows are grouped);
+ *  - references in the golden directory (tools/qwen35/make_golden.py): the
+ *    trunk's logits from one prefill and from decodes, and the MTP block's,
+ *    against the recorded rows within 1e-4 x max|logit|, and every
+ *    position's argmax. tiny-f32.python.json is the float64 pure-Python
+ *    transcription of transformers' Qwen3_5; tiny-f32.json / tiny-bf16.json,
+ *    when present, come from transformers itself.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <gufo/ext/experimental/thread_pool.h>
 #include <gufo/ext/gguf.h>
 
@@ -375,6 +382,159 @@ static void test_mtp(const char *path)
     unload(&m);
 }
 
+
+/* ---- references ------------------------------------------------------------------- */
+
+static int json_ints(const cJSON *array, int32_t *out, int cap)
+{
+    int n = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, array)
+    {
+        if (n < cap)
+            out[n] = (int32_t)item->valuedouble;
+        n++;
+    }
+    return n;
+}
+
+static int argmax(const float *x, uint32_t n)
+{
+    int best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = (int)i;
+    return best;
+}
+
+/* Compares rows[p] (p = 0..n-1, vocab wide) with the record's kept rows and argmaxes. */
+static void compare_rows(const char *what, const cJSON *entry, const char *key, const float *rows, int n, uint32_t V,
+                         double *worst_rel)
+{
+    char name[64];
+    const cJSON *kept = cJSON_GetObjectItemCaseSensitive(entry, key);
+    snprintf(name, sizeof name, "%s_positions", key);
+    const cJSON *positions = cJSON_GetObjectItemCaseSensitive(entry, name);
+    snprintf(name, sizeof name, "%s_argmax", key);
+    const cJSON *argmaxes = cJSON_GetObjectItemCaseSensitive(entry, name);
+    int32_t pos[64], top[1024];
+    const int n_pos = json_ints(positions, pos, 64), n_top = json_ints(argmaxes, top, 1024);
+    CHECK(n_top == n && cJSON_GetArraySize(kept) == n_pos, "%s %s: record has %d rows, %d kept; computed %d", what,
+          key, n_top, n_pos, n);
+    if (n_top != n || cJSON_GetArraySize(kept) != n_pos)
+        return;
+    double worst = 0, scale = 0;
+    for (int i = 0; i < n_pos; i++) {
+        const cJSON *row = cJSON_GetArrayItem(kept, i);
+        CHECK(cJSON_GetArraySize(row) == (int)V && pos[i] < n, "%s %s: row %d is malformed", what, key, i);
+        if (cJSON_GetArraySize(row) != (int)V || pos[i] >= n)
+            return;
+        const cJSON *v;
+        uint32_t j = 0;
+        cJSON_ArrayForEach(v, row)
+        {
+            worst = fmax(worst, fabs(v->valuedouble - rows[(size_t)pos[i] * V + j]));
+            scale = fmax(scale, fabs(v->valuedouble));
+            j++;
+        }
+    }
+    int same_top = 0;
+    for (int p = 0; p < n; p++)
+        same_top += argmax(rows + (size_t)p * V, V) == top[p];
+    /* Bound: float32 against the reference (float64, or transformers'
+     * float32 in another order): 1e-4 of the largest logit, as qwen's
+     * Qwen3 golden models use. */
+    CHECK(worst <= 1e-4 * scale, "%s %s: max |d| %.3g against the reference (max |logit| %.3g)", what, key, worst,
+          scale);
+    CHECK(same_top == n, "%s %s: argmax agrees at %d of %d positions", what, key, same_top, n);
+    printf("%s %s: max |d| %.2e (max |logit| %.2f), argmax %d/%d\n", what, key, worst, scale, same_top, n);
+    *worst_rel = fmax(*worst_rel, worst / scale);
+}
+
+static void test_reference(const char *json_path, const char *dir)
+{
+    FILE *f = fopen(json_path, "rb");
+    if (!f)
+        return;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)size + 1);
+    const bool read_ok = text && fread(text, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (!read_ok) {
+        CHECK(false, "%s: cannot read", json_path);
+        free(text);
+        return;
+    }
+    text[size] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *gguf = cJSON_GetObjectItemCaseSensitive(root, "gguf");
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(gguf, "file");
+    CHECK(cJSON_IsString(file), "%s: no gguf.file", json_path);
+    if (!cJSON_IsString(file)) {
+        cJSON_Delete(root);
+        return;
+    }
+    char model_path[1024];
+    snprintf(model_path, sizeof model_path, "%s/%s", dir, file->valuestring);
+    model m;
+    if (!load(model_path, 2, &m)) {
+        CHECK(false, "%s: %s does not load", json_path, model_path);
+        cJSON_Delete(root);
+        return;
+    }
+    const uint32_t V = m.hp.n_vocab, D = m.hp.n_embd;
+    const char *base = strrchr(json_path, '/') ? strrchr(json_path, '/') + 1 : json_path;
+    double worst_rel = 0;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(root, "sequences"))
+    {
+        int32_t toks[N_TOKENS];
+        const int n = json_ints(cJSON_GetObjectItemCaseSensitive(entry, "tokens"), toks, N_TOKENS);
+        if (n < 2 || n > N_TOKENS) {
+            CHECK(false, "%s: a sequence of %d tokens", json_path, n);
+            continue;
+        }
+        float *once = malloc(sizeof(float) * (size_t)n * V), *steps = malloc(sizeof(float) * (size_t)n * V);
+        float *hidden = malloc(sizeof(float) * (size_t)n * D);
+        qwen35_state st;
+        gufo_error err = {0};
+        bool ok = qwen35_state_create(&m.hp, m.w.has_mtp, CAPACITY, &st, &err) == GUFO_OK &&
+                  qwen35_forward(&m.e, &st, toks, (uint32_t)n, true, &err) == GUFO_OK;
+        if (ok) {
+            memcpy(once, m.e.logits, sizeof(float) * (size_t)n * V);
+            memcpy(hidden, m.e.hidden, sizeof(float) * (size_t)n * D);
+            qwen35_state_reset(&st);
+            for (int t = 0; ok && t < n; t++) {
+                ok = qwen35_forward(&m.e, &st, toks + t, 1, false, &err) == GUFO_OK;
+                memcpy(steps + (size_t)t * V, m.e.logits, sizeof(float) * V);
+            }
+        }
+        CHECK(ok, "%s: forward failed: %s", json_path, err.message);
+        char what[1200];
+        if (ok) {
+            snprintf(what, sizeof what, "%s [%d tokens] prefill", base, n);
+            compare_rows(what, entry, "logits", once, n, V, &worst_rel);
+            snprintf(what, sizeof what, "%s [%d tokens] decode", base, n);
+            compare_rows(what, entry, "logits", steps, n, V, &worst_rel);
+        }
+        if (ok && m.w.has_mtp && cJSON_GetObjectItemCaseSensitive(entry, "mtp_logits")) {
+            st.mtp_n_past = 0;
+            ok = qwen35_mtp_forward(&m.e, &st, toks + 1, hidden, (uint32_t)n - 1, &err) == GUFO_OK;
+            CHECK(ok, "%s: MTP failed: %s", json_path, err.message);
+            snprintf(what, sizeof what, "%s [%d tokens] MTP", base, n);
+            if (ok)
+                compare_rows(what, entry, "mtp_logits", m.e.logits, n - 1, V, &worst_rel);
+        }
+        qwen35_state_free(&st);
+        free(once), free(steps), free(hidden);
+    }
+    cJSON_Delete(root);
+    unload(&m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -410,6 +570,22 @@ int main(int argc, char **argv)
     test_threads(f32);
     test_snapshots(f32);
     test_mtp(f32);
+    if (argc > 3) {
+        const char *refs[] = {"tiny-f32.python.json", "tiny-f32.json", "tiny-bf16.json"};
+        int found = 0;
+        for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", argv[3], refs[i]);
+            FILE *probe = fopen(path, "rb");
+            if (!probe)
+                continue;
+            fclose(probe);
+            found++;
+            test_reference(path, dir);
+        }
+        if (!found)
+            printf("no references in %s (tools/qwen35/make_golden.py writes them)\n", argv[3]);
+    }
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;
