@@ -17,7 +17,7 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 }
 
 gufo_status qwen35_engine_init(qwen35_engine *e, const qwen35_hparams *hp, const qwen35_weights *w, gufo_x_pool *pool,
-                               uint32_t max_rows, uint32_t max_positions, gufo_error *err)
+                               uint32_t max_rows, uint32_t max_logit_rows, uint32_t max_positions, gufo_error *err)
 {
     memset(e, 0, sizeof *e);
     e->hp = hp;
@@ -25,6 +25,9 @@ gufo_status qwen35_engine_init(qwen35_engine *e, const qwen35_hparams *hp, const
     e->pool = pool;
     e->numerics = GUFO_X_CPU_Q8;
     e->max_rows = max_rows;
+    e->max_logit_rows = max_logit_rows < max_rows ? max_logit_rows : max_rows;
+    if (e->max_logit_rows == 0)
+        e->max_logit_rows = 1;
     e->max_positions = max_positions;
     qwen35_rope_inv_freq(hp->rope_freq_base, hp->n_rot, e->inv_freq);
     e->attention = (qwen35_attention_shape){.n_head = hp->n_head, .n_head_kv = hp->n_head_kv,
@@ -45,7 +48,7 @@ gufo_status qwen35_engine_init(qwen35_engine *e, const qwen35_hparams *hp, const
         R * 2 * qw, R * kvw, R * kvw, R * qw, R * qw, /* q_full, k, v, q, att */
         R * hp->n_ff, R * hp->n_ff,               /* ffn_gate, ffn_up */
         R * 2 * D, R * D,                         /* cat, hidden */
-        R * hp->n_vocab,                          /* logits */
+        (uint64_t)e->max_logit_rows * hp->n_vocab, /* logits */
         threads * (uint64_t)e->attention_scratch_floats,
         threads * (uint64_t)e->delta_work_floats,
         (e->matmul_scratch_bytes + 3) / 4,
@@ -284,6 +287,9 @@ gufo_status qwen35_forward(qwen35_engine *e, qwen35_state *st, const int32_t *to
     gufo_status s = check_rows(e, st, tokens, n, pos0, err);
     if (s != GUFO_OK)
         return s;
+    if (all_logits && n > e->max_logit_rows)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: logits of %u rows asked; the scratch holds %u", n,
+                              e->max_logit_rows);
     if ((s = embed(e, &e->w->token_embd, tokens, n, e->x, err)) != GUFO_OK)
         return s;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
@@ -319,6 +325,9 @@ gufo_status qwen35_mtp_forward(qwen35_engine *e, qwen35_state *st, const int32_t
     gufo_status s = check_rows(e, st, tokens, n, pos0, err);
     if (s != GUFO_OK)
         return s;
+    if (n > e->max_logit_rows)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 MTP: logits of %u rows asked; the scratch holds %u",
+                              n, e->max_logit_rows);
     /* The hidden rows first: they may be e->hidden, which nothing below writes. */
     for (uint32_t r = 0; r < n; r++)
         gufo_x_cpu_rms_norm(hidden + (size_t)r * D, m->hnorm, D, hp->rms_eps, e->cat + (size_t)r * 2 * D + D);

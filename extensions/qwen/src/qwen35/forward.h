@@ -39,7 +39,7 @@ typedef struct qwen35_engine {
     const qwen35_weights *w;
     gufo_x_pool *pool;
     gufo_x_cpu_numerics numerics;
-    uint32_t max_rows, max_positions;
+    uint32_t max_rows, max_logit_rows, max_positions;
     qwen35_attention_shape attention;
     float inv_freq[QWEN35_MAX_HEAD_DIM / 2];
     /* scratch, rows of max_rows */
@@ -50,18 +50,20 @@ typedef struct qwen35_engine {
     float *ffn_gate, *ffn_up;
     float *cat;                       /* MTP: [normed embedding | normed hidden] */
     float *hidden;                    /* output_norm of every row of the last trunk pass (MTP input) */
-    float *logits;                    /* [rows][vocab] */
+    float *logits;                    /* [max_logit_rows][vocab] */
     float *attention_scratch, *delta_work, *matmul_scratch;
     size_t attention_scratch_floats, delta_work_floats, matmul_scratch_bytes;
     void *block;
 } qwen35_engine;
 
 /**
- * Scratch for up to `max_rows` rows per call and caches of up to
- * `max_positions` positions. GUFO_E_NO_MEMORY.
+ * Scratch for up to `max_rows` rows per call, logits for up to
+ * `max_logit_rows` of them (a vocabulary row is 1 MiB at 248320 tokens, so a
+ * prefill keeps only its last row's) and caches of up to `max_positions`
+ * positions. GUFO_E_NO_MEMORY.
  */
 gufo_status qwen35_engine_init(qwen35_engine *e, const qwen35_hparams *hp, const qwen35_weights *w, gufo_x_pool *pool,
-                               uint32_t max_rows, uint32_t max_positions, gufo_error *err);
+                               uint32_t max_rows, uint32_t max_logit_rows, uint32_t max_positions, gufo_error *err);
 void qwen35_engine_free(qwen35_engine *e);
 
 /**
@@ -69,7 +71,8 @@ void qwen35_engine_free(qwen35_engine *e);
  * advances it. Logits go to e->logits: every row's when `all_logits`, else the
  * last row's in row 0. e->hidden holds every row's normalised output (the
  * MTP block's input). GUFO_E_INVALID_ARGUMENT (token out of the vocabulary,
- * more rows than the scratch, past the caches' capacity) before any change;
+ * more rows than the scratch, all logits of more than max_logit_rows rows,
+ * past the caches' capacity) before any change;
  * GUFO_E_INTERNAL when a product fails.
  */
 gufo_status qwen35_forward(qwen35_engine *e, qwen35_state *st, const int32_t *tokens, uint32_t n, bool all_logits,
@@ -78,8 +81,17 @@ gufo_status qwen35_forward(qwen35_engine *e, qwen35_state *st, const int32_t *to
 /**
  * The MTP block over `n` rows at MTP-cache positions st->mtp_n_past, ...:
  * row r pairs trunk output hidden[r] (n_embd floats, may be e->hidden) with
- * the next token tokens[r]; every row's logits go to e->logits. Advances
- * st->mtp_n_past. GUFO_E_UNSUPPORTED when the model has no MTP block.
+ * the next token tokens[r]; every row's logits go to e->logits (n <=
+ * max_logit_rows). Advances st->mtp_n_past. GUFO_E_UNSUPPORTED when the model
+ * has no MTP block.
+ *
+ * Positions: transformers-style drafting (vLLM's) pairs trunk position p's
+ * hidden with token p+1 at MTP position p, which is what a caller gets by
+ * starting at mtp_n_past = 0; llama.cpp's driver pairs hidden p-1 with token p
+ * at position p and first feeds a row of its pending hidden with token 0.
+ * Attention only sees position differences, so the shift alone changes
+ * nothing; the extra first row does, and a caller reproducing llama.cpp feeds
+ * it too.
  */
 gufo_status qwen35_mtp_forward(qwen35_engine *e, qwen35_state *st, const int32_t *tokens, const float *hidden,
                                uint32_t n, gufo_error *err);

@@ -73,7 +73,7 @@ static bool load(const char *path, uint32_t threads, model *m)
     }
     if (qwen35_weights_load(m->gguf, &m->hp, &m->w, &err) != GUFO_OK ||
         gufo_x_pool_create(threads, &m->pool, &err) != GUFO_OK ||
-        qwen35_engine_init(&m->e, &m->hp, &m->w, m->pool, N_TOKENS, CAPACITY, &err) != GUFO_OK) {
+        qwen35_engine_init(&m->e, &m->hp, &m->w, m->pool, N_TOKENS, N_TOKENS, CAPACITY, &err) != GUFO_OK) {
         fprintf(stderr, "%s: %s\n", path, err.message);
         return false;
     }
