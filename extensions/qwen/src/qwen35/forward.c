@@ -319,9 +319,11 @@ gufo_status qwen35_mtp_forward(qwen35_engine *e, qwen35_state *st, const int32_t
 {
     const qwen35_hparams *hp = e->hp;
     const qwen35_mtp_weights *m = &e->w->mtp;
-    if (!e->w->has_mtp || st->n_kv_slots == 0)
-        return gufo_error_set(err, GUFO_E_UNSUPPORTED, "qwen35: this model (or sequence) has no MTP block");
-    const uint32_t D = hp->n_embd, pos0 = st->mtp_n_past, slot = st->n_kv_slots - 1;
+    if (!e->w->has_mtp)
+        return gufo_error_set(err, GUFO_E_UNSUPPORTED, "qwen35: this model has no MTP block");
+    if (st->mtp_slot < 0)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: this sequence was made without an MTP cache");
+    const uint32_t D = hp->n_embd, pos0 = st->mtp_n_past, slot = (uint32_t)st->mtp_slot;
     gufo_status s = check_rows(e, st, tokens, n, pos0, err);
     if (s != GUFO_OK)
         return s;

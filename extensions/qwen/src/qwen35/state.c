@@ -11,8 +11,7 @@ gufo_status qwen35_state_create(const qwen35_hparams *hp, bool with_mtp, uint32_
     st->capacity = capacity;
     for (uint32_t il = 0; il < hp->n_layer; il++)
         st->slot[il] = (int16_t)(hp->recurrent[il] ? st->n_gdn++ : st->n_kv_slots++);
-    if (with_mtp)
-        st->n_kv_slots++; /* the last slot */
+    st->mtp_slot = with_mtp ? (int32_t)st->n_kv_slots++ : -1; /* the last slot */
     st->kv_slot_floats = 2 * (size_t)hp->n_head_kv * capacity * hp->head_dim;
     st->conv_floats = (size_t)(hp->conv_kernel - 1) * qwen35_gdn_conv_dim(hp);
     st->delta_floats = (size_t)hp->gdn_v_heads * hp->gdn_head_dim * hp->gdn_head_dim;

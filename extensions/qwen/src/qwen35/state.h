@@ -22,7 +22,8 @@ typedef struct qwen35_state {
     uint32_t mtp_n_past;  /* positions in the MTP block's cache */
     uint32_t capacity;    /* positions each cache holds */
     uint32_t kv_written;  /* highest trunk length ever reached since the last restore below it */
-    uint32_t n_kv_slots;  /* full-attention blocks, plus one for the MTP block when the model has it */
+    uint32_t n_kv_slots;  /* full-attention blocks, plus one for the MTP block when asked for */
+    int32_t mtp_slot;     /* the MTP block's KV slot (the last one), or -1 when the sequence has none */
     uint32_t n_gdn;       /* Gated DeltaNet blocks */
     int16_t slot[QWEN35_MAX_LAYERS]; /* per trunk block: its KV slot or its GDN index */
     size_t kv_slot_floats, conv_floats, delta_floats; /* per slot / per GDN block */

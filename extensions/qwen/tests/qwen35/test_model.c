@@ -152,6 +152,33 @@ static void test_file_shape(const model *m)
           "MTP shares the output and embedding when it has none of its own");
 }
 
+/* A file without MTP block and with the output tied to the embedding loads and runs. */
+static void test_variant(const char *tool, const char *dir)
+{
+    char cmd[4096], path[1024];
+    snprintf(path, sizeof path, "%s/tiny-tied-no-mtp.gguf", dir);
+    snprintf(cmd, sizeof cmd, "'%s' --type bf16 --tied --no-mtp --out '%s'", tool, path);
+    model m;
+    if (system(cmd) != 0 || !load(path, 1, &m)) {
+        CHECK(false, "%s does not load", path);
+        return;
+    }
+    CHECK(m.hp.n_layer == 4 && m.hp.n_nextn == 0 && !m.w.has_mtp && m.hp.tied_output &&
+              m.w.output.data == m.w.token_embd.data,
+          "tied, no MTP: layers %u + %u, tied %d", m.hp.n_layer, m.hp.n_nextn, m.hp.tied_output);
+    qwen35_state st;
+    gufo_error err = {0};
+    make_tokens(m.hp.n_vocab);
+    bool ok = qwen35_state_create(&m.hp, false, CAPACITY, &st, &err) == GUFO_OK &&
+              qwen35_forward(&m.e, &st, tokens, 20, false, &err) == GUFO_OK;
+    CHECK(ok, "tied, no MTP: forward failed: %s", err.message);
+    if (ok)
+        CHECK(qwen35_mtp_forward(&m.e, &st, tokens + 1, m.e.hidden, 1, &err) == GUFO_E_UNSUPPORTED,
+              "MTP on a model without it is refused");
+    qwen35_state_free(&st);
+    unload(&m);
+}
+
 /* ---- broken files ------------------------------------------------------------- */
 
 typedef struct edit {
@@ -563,6 +590,7 @@ int main(int argc, char **argv)
     test_file_shape(&m);
     unload(&m);
     test_broken(f32, dir);
+    test_variant(tool, dir);
     test_prefill_decode(f32, "f32", GUFO_X_CPU_Q8, 1e-4);
     test_prefill_decode(bf16, "bf16", GUFO_X_CPU_Q8, 1e-4);
     test_prefill_decode(q8, "q8_0", GUFO_X_CPU_EXACT, 1e-4);
