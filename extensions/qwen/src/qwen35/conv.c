@@ -19,7 +19,7 @@ void qwen35_conv_silu(const float *taps, uint32_t channels, uint32_t kernel, flo
             window[hist] = x[(size_t)t * x_stride + c];
             float acc = 0.0f;
             for (uint32_t j = 0; j < kernel; j++)
-                acc = fmaf(w[j], window[j], acc);
+                acc += w[j] * window[j];
             y[(size_t)t * y_stride + c] = acc / (1.0f + expf(-acc));
             for (uint32_t j = 0; j < hist; j++)
                 window[j] = window[j + 1];

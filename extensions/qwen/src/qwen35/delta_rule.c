@@ -4,6 +4,12 @@
 #include <math.h>
 #include <string.h>
 
+#include <gufo/ext/experimental/cpu_kernels.h>
+
+/* The vector work is the runtime's dot and axpy, which run on the widest
+ * vectors the CPU has (this file is built for baseline x86-64, where an
+ * fmaf in a loop would be a library call per element). */
+
 void qwen35_delta_recurrent(uint32_t dk, uint32_t dv, float *S, const float *q, const float *k, const float *v,
                             float g, float beta, float *o)
 {
@@ -14,10 +20,9 @@ void qwen35_delta_recurrent(uint32_t dk, uint32_t dv, float *S, const float *q, 
     /* decay, then S^T k in one pass over the rows */
     for (uint32_t a = 0; a < dk; a++) {
         float *row = S + (size_t)a * dv;
-        for (uint32_t j = 0; j < dv; j++) {
+        for (uint32_t j = 0; j < dv; j++)
             row[j] *= decay;
-            d[j] = fmaf(row[j], k[a], d[j]);
-        }
+        gufo_x_cpu_axpy(k[a], row, d, dv);
     }
     for (uint32_t j = 0; j < dv; j++) {
         d[j] = beta * (v[j] - d[j]);
@@ -25,26 +30,21 @@ void qwen35_delta_recurrent(uint32_t dk, uint32_t dv, float *S, const float *q, 
     }
     for (uint32_t a = 0; a < dk; a++) {
         float *row = S + (size_t)a * dv;
-        for (uint32_t j = 0; j < dv; j++) {
-            row[j] = fmaf(k[a], d[j], row[j]);
-            o[j] = fmaf(row[j], q[a], o[j]);
-        }
+        gufo_x_cpu_axpy(k[a], d, row, dv);
+        gufo_x_cpu_axpy(q[a], row, o, dv);
     }
 }
 
 size_t qwen35_delta_work_floats(uint32_t dk, uint32_t dv)
 {
     const size_t C = QWEN35_DELTA_CHUNK;
-    /* L, the right-hand sides [U | W], V', G */
-    return C * C + C * ((size_t)dv + dk) + C * (size_t)dv + C;
+    /* the right-hand sides [U | W], V', G */
+    return C * ((size_t)dv + dk) + C * (size_t)dv + C;
 }
 
 static float dot(const float *a, const float *b, uint32_t n)
 {
-    float acc = 0.0f;
-    for (uint32_t i = 0; i < n; i++)
-        acc = fmaf(a[i], b[i], acc);
-    return acc;
+    return gufo_x_cpu_dot(a, b, n);
 }
 
 /* One chunk of C <= QWEN35_DELTA_CHUNK tokens. */
@@ -53,7 +53,7 @@ static void chunk(uint32_t dk, uint32_t dv, float *S, uint32_t C, const float *q
                   size_t o_stride, float *work)
 {
     const size_t CH = QWEN35_DELTA_CHUNK, width = (size_t)dv + dk;
-    float *L = work, *rhs = L + CH * CH, *vnew = rhs + CH * width, *G = vnew + CH * dv;
+    float *rhs = work, *vnew = rhs + CH * width, *G = vnew + CH * dv;
 #define K_(t) (k + (size_t)(t) * qk_stride)
 #define Q_(t) (q + (size_t)(t) * qk_stride)
     float cum = 0.0f;
@@ -61,8 +61,9 @@ static void chunk(uint32_t dk, uint32_t dv, float *S, uint32_t C, const float *q
         cum += g[(size_t)t * gb_stride];
         G[t] = cum;
     }
-    /* L (strictly lower) and the right-hand sides, then forward substitution:
-     * row i of [U | W] is final once rows < i are. */
+    /* The right-hand sides, and forward substitution with L (strictly lower,
+     * each entry used once as it is made): row i of [U | W] is final once rows
+     * < i are. */
     for (uint32_t i = 0; i < C; i++) {
         const float b = beta[(size_t)i * gb_stride], eg = expf(G[i]);
         float *r = rhs + (size_t)i * width;
@@ -73,10 +74,7 @@ static void chunk(uint32_t dk, uint32_t dv, float *S, uint32_t C, const float *q
             r[dv + a] = b * eg * ki[a];
         for (uint32_t j = 0; j < i; j++) {
             const float lij = b * dot(ki, K_(j), dk) * expf(G[i] - G[j]);
-            L[(size_t)i * CH + j] = lij;
-            const float *rj = rhs + (size_t)j * width;
-            for (size_t c = 0; c < width; c++)
-                r[c] = fmaf(-lij, rj[c], r[c]);
+            gufo_x_cpu_axpy(-lij, rhs + (size_t)j * width, r, width);
         }
     }
     /* V' = U - W S, against the state at the chunk's start */
@@ -85,10 +83,7 @@ static void chunk(uint32_t dk, uint32_t dv, float *S, uint32_t C, const float *q
         float *vn = vnew + (size_t)i * dv;
         memcpy(vn, r, (size_t)dv * sizeof(float));
         for (uint32_t a = 0; a < dk; a++) {
-            const float w = r[dv + a];
-            const float *srow = S + (size_t)a * dv;
-            for (uint32_t j = 0; j < dv; j++)
-                vn[j] = fmaf(-w, srow[j], vn[j]);
+            gufo_x_cpu_axpy(-r[dv + a], S + (size_t)a * dv, vn, dv);
         }
     }
     /* outputs: the old state's read plus the chunk's own causal part */
@@ -97,18 +92,10 @@ static void chunk(uint32_t dk, uint32_t dv, float *S, uint32_t C, const float *q
         const float *qi = Q_(i), eg = expf(G[i]);
         for (uint32_t j = 0; j < dv; j++)
             oi[j] = 0.0f;
-        for (uint32_t a = 0; a < dk; a++) {
-            const float w = qi[a] * eg;
-            const float *srow = S + (size_t)a * dv;
-            for (uint32_t j = 0; j < dv; j++)
-                oi[j] = fmaf(w, srow[j], oi[j]);
-        }
-        for (uint32_t t = 0; t <= i; t++) {
-            const float w = dot(qi, K_(t), dk) * expf(G[i] - G[t]);
-            const float *vn = vnew + (size_t)t * dv;
-            for (uint32_t j = 0; j < dv; j++)
-                oi[j] = fmaf(w, vn[j], oi[j]);
-        }
+        for (uint32_t a = 0; a < dk; a++)
+            gufo_x_cpu_axpy(qi[a] * eg, S + (size_t)a * dv, oi, dv);
+        for (uint32_t t = 0; t <= i; t++)
+            gufo_x_cpu_axpy(dot(qi, K_(t), dk) * expf(G[i] - G[t]), vnew + (size_t)t * dv, oi, dv);
     }
     /* the state at the chunk's end */
     const float last = G[C - 1], decay = expf(last);
@@ -116,12 +103,8 @@ static void chunk(uint32_t dk, uint32_t dv, float *S, uint32_t C, const float *q
         float *srow = S + (size_t)a * dv;
         for (uint32_t j = 0; j < dv; j++)
             srow[j] *= decay;
-        for (uint32_t t = 0; t < C; t++) {
-            const float w = K_(t)[a] * expf(last - G[t]);
-            const float *vn = vnew + (size_t)t * dv;
-            for (uint32_t j = 0; j < dv; j++)
-                srow[j] = fmaf(w, vn[j], srow[j]);
-        }
+        for (uint32_t t = 0; t < C; t++)
+            gufo_x_cpu_axpy(K_(t)[a] * expf(last - G[t]), vnew + (size_t)t * dv, srow, dv);
     }
 #undef K_
 #undef Q_

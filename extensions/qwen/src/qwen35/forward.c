@@ -138,7 +138,7 @@ static void gdn_row_task(void *ctx, size_t r, uint32_t thread)
         float *x = row + (size_t)h * dk;
         float sum = 0.0f;
         for (uint32_t i = 0; i < dk; i++)
-            sum = fmaf(x[i], x[i], sum);
+            sum += x[i] * x[i];
         float inv = 1.0f / sqrtf(sum + 1e-6f);
         if (h < Hk)
             inv *= q_scale;
