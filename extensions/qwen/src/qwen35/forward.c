@@ -101,13 +101,28 @@ static void add_rows(float *x, const float *y, size_t n)
         x[i] += y[i];
 }
 
+/* ---- the rows of a pass ----------------------------------------------------------- */
+
+/* Either the consecutive rows of one sequence (prefill or a single decode),
+ * or one row of each of several sequences (a batched decode step). */
+typedef struct rows_view {
+    uint32_t n;
+    bool batch;                  /* row r belongs to states[r]; else every row to states[0] */
+    qwen35_state *const *states;
+} rows_view;
+
+static qwen35_state *row_state(const rows_view *v, size_t r)
+{
+    return v->states[v->batch ? r : 0];
+}
+
 /* ---- Gated DeltaNet ------------------------------------------------------------ */
 
 typedef struct gdn_job {
     qwen35_engine *e;
     const qwen35_gdn_weights *g;
-    qwen35_state *st;
-    uint32_t gdn, n;
+    const rows_view *rows;
+    uint32_t gdn;
 } gdn_job;
 
 #define CONV_CHANNELS_PER_TASK 64u
@@ -120,8 +135,16 @@ static void conv_task(void *ctx, size_t task, uint32_t thread)
     const uint32_t channels = qwen35_gdn_conv_dim(hp);
     const uint32_t c0 = (uint32_t)task * CONV_CHANNELS_PER_TASK;
     const uint32_t c1 = c0 + CONV_CHANNELS_PER_TASK < channels ? c0 + CONV_CHANNELS_PER_TASK : channels;
-    qwen35_conv_silu(job->g->conv, channels, hp->conv_kernel, qwen35_state_conv(job->st, job->gdn), job->e->mix,
-                     channels, job->e->conv_out, channels, job->n, c0, c1);
+    const rows_view *v = job->rows;
+    if (!v->batch) {
+        qwen35_conv_silu(job->g->conv, channels, hp->conv_kernel, qwen35_state_conv(v->states[0], job->gdn),
+                         job->e->mix, channels, job->e->conv_out, channels, v->n, c0, c1);
+        return;
+    }
+    for (uint32_t r = 0; r < v->n; r++)
+        qwen35_conv_silu(job->g->conv, channels, hp->conv_kernel, qwen35_state_conv(v->states[r], job->gdn),
+                         job->e->mix + (size_t)r * channels, channels, job->e->conv_out + (size_t)r * channels,
+                         channels, 1, c0, c1);
 }
 
 /* Row r: L2 norms of its q and k heads (q also scaled), beta and g. */
@@ -154,22 +177,27 @@ static void gdn_row_task(void *ctx, size_t r, uint32_t thread)
     }
 }
 
-static void delta_task(void *ctx, size_t h, uint32_t thread)
+/* One value head of one sequence: all rows of a single sequence (task = head),
+ * or one row of a batch (task = row * Hv + head). */
+static void delta_task(void *ctx, size_t task, uint32_t thread)
 {
     const gdn_job *job = ctx;
     const qwen35_engine *e = job->e;
     const qwen35_hparams *hp = e->hp;
     const uint32_t dk = hp->gdn_head_dim, Hk = hp->gdn_k_heads, Hv = hp->gdn_v_heads;
     const size_t conv = qwen35_gdn_conv_dim(hp);
+    const rows_view *v = job->rows;
+    const size_t r = v->batch ? task / Hv : 0, h = v->batch ? task % Hv : task;
     const uint32_t kh = (uint32_t)(h % Hk); /* the converter stores value heads tiled over key heads */
-    const float *q = e->conv_out + (size_t)kh * dk, *k = q + (size_t)Hk * dk;
-    const float *v = e->conv_out + 2 * (size_t)Hk * dk + h * dk;
-    float *S = qwen35_state_delta(job->st, job->gdn) + h * (size_t)dk * dk;
-    float *o = e->core + h * dk;
-    if (job->n == 1)
-        qwen35_delta_recurrent(dk, dk, S, q, k, v, e->g[h], e->beta[h], o);
+    const float *q = e->conv_out + r * conv + (size_t)kh * dk, *k = q + (size_t)Hk * dk;
+    const float *val = e->conv_out + r * conv + 2 * (size_t)Hk * dk + h * dk;
+    float *S = qwen35_state_delta(row_state(v, r), job->gdn) + h * (size_t)dk * dk;
+    float *o = e->core + r * hp->gdn_inner + h * dk;
+    const size_t gb = r * Hv + h;
+    if (v->batch || v->n == 1)
+        qwen35_delta_recurrent(dk, dk, S, q, k, val, e->g[gb], e->beta[gb], o);
     else
-        qwen35_delta_chunked(dk, dk, S, job->n, q, k, conv, v, conv, e->g + h, e->beta + h, Hv, o, hp->gdn_inner,
+        qwen35_delta_chunked(dk, dk, S, v->n, q, k, conv, val, conv, e->g + h, e->beta + h, Hv, o, hp->gdn_inner,
                              e->delta_work + (size_t)thread * e->delta_work_floats);
 }
 
@@ -190,21 +218,24 @@ static void gated_norm_task(void *ctx, size_t r, uint32_t thread)
     }
 }
 
-static gufo_status gdn_mixer(qwen35_engine *e, qwen35_state *st, const qwen35_gdn_weights *g, uint32_t gdn, uint32_t n)
+static gufo_status gdn_mixer(qwen35_engine *e, const rows_view *rows, const qwen35_gdn_weights *g, uint32_t gdn)
 {
     const qwen35_hparams *hp = e->hp;
+    const uint32_t n = rows->n;
     const qwen35_matrix *in[4] = {&g->wqkv, &g->wgate, &g->wbeta, &g->walpha};
     float *const in_out[4] = {e->mix, e->z, e->b, e->a};
     gufo_status st_mm = matmul(e, in, 4, e->n, n, in_out);
     if (st_mm != GUFO_OK)
         return st_mm;
-    gdn_job job = {.e = e, .g = g, .st = st, .gdn = gdn, .n = n};
+    gdn_job job = {.e = e, .g = g, .rows = rows, .gdn = gdn};
     const uint32_t channels = qwen35_gdn_conv_dim(hp), dk = hp->gdn_head_dim;
     gufo_x_pool_run_work(e->pool, conv_task, &job, (channels + CONV_CHANNELS_PER_TASK - 1) / CONV_CHANNELS_PER_TASK,
                          (uint64_t)n * channels * hp->conv_kernel * 2);
     gufo_x_pool_run_work(e->pool, gdn_row_task, &job, n, (uint64_t)n * channels * 4);
-    const uint64_t per_head = n == 1 ? 4ull * dk * dk : (uint64_t)n * (4ull * dk * dk + 3ull * QWEN35_DELTA_CHUNK * dk);
-    gufo_x_pool_run_work(e->pool, delta_task, &job, hp->gdn_v_heads, per_head * hp->gdn_v_heads);
+    const bool recurrent = rows->batch || n == 1;
+    const uint64_t per_head = recurrent ? 4ull * dk * dk : (uint64_t)n * (4ull * dk * dk + 3ull * QWEN35_DELTA_CHUNK * dk);
+    const size_t tasks = rows->batch ? (size_t)n * hp->gdn_v_heads : hp->gdn_v_heads;
+    gufo_x_pool_run_work(e->pool, delta_task, &job, tasks, per_head * tasks);
     gufo_x_pool_run_work(e->pool, gated_norm_task, &job, n, (uint64_t)n * hp->gdn_inner * 8);
     const qwen35_matrix *out = &g->wout;
     return matmul(e, &out, 1, e->core, n, &e->y);
@@ -212,17 +243,28 @@ static gufo_status gdn_mixer(qwen35_engine *e, qwen35_state *st, const qwen35_gd
 
 /* ---- attention and FFN --------------------------------------------------------- */
 
-static gufo_status attention_mixer(qwen35_engine *e, qwen35_state *st, const qwen35_attention_weights *a,
-                                   uint32_t slot, uint32_t pos0, uint32_t n)
+/* `mtp`: the rows are the MTP block's, at the sequences' MTP positions. */
+static gufo_status attention_mixer(qwen35_engine *e, const rows_view *rows, const qwen35_attention_weights *a,
+                                   uint32_t slot, bool mtp)
 {
+    const qwen35_hparams *hp = e->hp;
+    const uint32_t n = rows->n;
     const qwen35_matrix *in[3] = {&a->wq, &a->wk, &a->wv};
     float *const in_out[3] = {e->q_full, e->k, e->v};
     gufo_status s = matmul(e, in, 3, e->n, n, in_out);
     if (s != GUFO_OK)
         return s;
-    qwen35_gated_attention(&e->attention, a->q_norm, a->k_norm, n, pos0, e->q_full, e->k, e->v,
-                           qwen35_state_keys(st, slot), qwen35_state_values(st, slot), st->capacity, e->q, e->att,
-                           e->attention_scratch, e->attention_scratch_floats, e->pool);
+    const size_t qw = (size_t)hp->n_head * hp->head_dim, kvw = (size_t)hp->n_head_kv * hp->head_dim;
+    /* A single sequence goes in one call (its rows attend to each other);
+     * a batch row by row, each over its own cache. */
+    const uint32_t calls = rows->batch ? n : 1, per_call = rows->batch ? 1 : n;
+    for (uint32_t c = 0; c < calls; c++) {
+        qwen35_state *st = row_state(rows, c);
+        qwen35_gated_attention(&e->attention, a->q_norm, a->k_norm, per_call, mtp ? st->mtp_n_past : st->n_past,
+                               e->q_full + c * 2 * qw, e->k + c * kvw, e->v + c * kvw, qwen35_state_keys(st, slot),
+                               qwen35_state_values(st, slot), st->capacity, e->q + c * qw, e->att + c * qw,
+                               e->attention_scratch, e->attention_scratch_floats, e->pool);
+    }
     const qwen35_matrix *out = &a->wo;
     return matmul(e, &out, 1, e->att, n, &e->y);
 }
@@ -258,15 +300,25 @@ static gufo_status embed(qwen35_engine *e, const qwen35_matrix *table, const int
     return GUFO_OK;
 }
 
-static gufo_status check_rows(const qwen35_engine *e, const qwen35_state *st, const int32_t *tokens, uint32_t n,
-                              uint32_t pos0, gufo_error *err)
+static gufo_status check_rows(const qwen35_engine *e, const rows_view *rows, const int32_t *tokens, bool mtp,
+                              gufo_error *err)
 {
+    const uint32_t n = rows->n;
     if (n == 0 || n > e->max_rows)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: %u rows in one call; 1..%u fit the scratch", n,
                               e->max_rows);
-    if ((uint64_t)pos0 + n > st->capacity || (uint64_t)pos0 + n > e->max_positions)
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: positions %u..%u are past the caches (%u)", pos0,
-                              pos0 + n - 1, st->capacity < e->max_positions ? st->capacity : e->max_positions);
+    for (uint32_t r = 0; r < (rows->batch ? n : 1); r++) {
+        const qwen35_state *st = rows->states[r];
+        const uint32_t pos0 = mtp ? st->mtp_n_past : st->n_past, count = rows->batch ? 1 : n;
+        if ((uint64_t)pos0 + count > st->capacity || (uint64_t)pos0 + count > e->max_positions)
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: positions %u..%u are past the caches (%u)",
+                                  pos0, pos0 + count - 1,
+                                  st->capacity < e->max_positions ? st->capacity : e->max_positions);
+        for (uint32_t q = 0; rows->batch && q < r; q++)
+            if (rows->states[q] == st)
+                return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                                      "qwen35: rows %u and %u of a decode step are the same sequence", q, r);
+    }
     for (uint32_t r = 0; r < n; r++)
         if (tokens[r] < 0 || (uint32_t)tokens[r] >= e->hp->n_vocab)
             return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: token %d is outside the vocabulary of %u",
@@ -279,12 +331,12 @@ static gufo_status logits_of(qwen35_engine *e, const qwen35_matrix *head, const 
     return matmul(e, &head, 1, rows, n, &e->logits);
 }
 
-gufo_status qwen35_forward(qwen35_engine *e, qwen35_state *st, const int32_t *tokens, uint32_t n, bool all_logits,
-                           gufo_error *err)
+static gufo_status trunk(qwen35_engine *e, const rows_view *rows, const int32_t *tokens, bool all_logits,
+                         gufo_error *err)
 {
     const qwen35_hparams *hp = e->hp;
-    const uint32_t D = hp->n_embd, pos0 = st->n_past;
-    gufo_status s = check_rows(e, st, tokens, n, pos0, err);
+    const uint32_t D = hp->n_embd, n = rows->n;
+    gufo_status s = check_rows(e, rows, tokens, false, err);
     if (s != GUFO_OK)
         return s;
     if (all_logits && n > e->max_logit_rows)
@@ -292,11 +344,12 @@ gufo_status qwen35_forward(qwen35_engine *e, qwen35_state *st, const int32_t *to
                               e->max_logit_rows);
     if ((s = embed(e, &e->w->token_embd, tokens, n, e->x, err)) != GUFO_OK)
         return s;
+    const qwen35_state *first = rows->states[0]; /* every state has the same slots */
     for (uint32_t il = 0; il < hp->n_layer; il++) {
         const qwen35_layer *L = &e->w->layers[il];
         rms_rows(e->x, L->attn_norm, n, D, hp->rms_eps, e->n);
-        s = L->recurrent ? gdn_mixer(e, st, &L->gdn, (uint32_t)st->slot[il], n)
-                         : attention_mixer(e, st, &L->att, (uint32_t)st->slot[il], pos0, n);
+        s = L->recurrent ? gdn_mixer(e, rows, &L->gdn, (uint32_t)first->slot[il])
+                         : attention_mixer(e, rows, &L->att, (uint32_t)first->slot[il], false);
         if (s == GUFO_OK) {
             add_rows(e->x, e->y, (size_t)n * D);
             s = ffn(e, L, n);
@@ -305,13 +358,31 @@ gufo_status qwen35_forward(qwen35_engine *e, qwen35_state *st, const int32_t *to
             return gufo_error_set(err, GUFO_E_INTERNAL, "qwen35: block %u: a matrix product failed: %s", il,
                                   gufo_status_str(s));
     }
-    st->n_past = pos0 + n;
-    st->kv_written = st->n_past;
+    for (uint32_t r = 0; r < (rows->batch ? n : 1); r++) {
+        qwen35_state *st = rows->states[r];
+        st->n_past += rows->batch ? 1 : n;
+        st->kv_written = st->n_past;
+    }
     rms_rows(e->x, e->w->output_norm, n, D, hp->rms_eps, e->hidden);
-    const float *rows = all_logits ? e->hidden : e->hidden + (size_t)(n - 1) * D;
-    if ((s = logits_of(e, &e->w->output, rows, all_logits ? n : 1)) != GUFO_OK)
+    const float *out = all_logits ? e->hidden : e->hidden + (size_t)(n - 1) * D;
+    if ((s = logits_of(e, &e->w->output, out, all_logits ? n : 1)) != GUFO_OK)
         return gufo_error_set(err, GUFO_E_INTERNAL, "qwen35: the output product failed: %s", gufo_status_str(s));
     return GUFO_OK;
+}
+
+gufo_status qwen35_forward(qwen35_engine *e, qwen35_state *st, const int32_t *tokens, uint32_t n, bool all_logits,
+                           gufo_error *err)
+{
+    qwen35_state *const states[1] = {st};
+    const rows_view rows = {.n = n, .batch = false, .states = states};
+    return trunk(e, &rows, tokens, all_logits, err);
+}
+
+gufo_status qwen35_decode_batch(qwen35_engine *e, qwen35_state *const *states, const int32_t *tokens, uint32_t n,
+                                gufo_error *err)
+{
+    const rows_view rows = {.n = n, .batch = true, .states = states};
+    return trunk(e, &rows, tokens, true, err);
 }
 
 gufo_status qwen35_mtp_forward(qwen35_engine *e, qwen35_state *st, const int32_t *tokens, const float *hidden,
@@ -323,8 +394,10 @@ gufo_status qwen35_mtp_forward(qwen35_engine *e, qwen35_state *st, const int32_t
         return gufo_error_set(err, GUFO_E_UNSUPPORTED, "qwen35: this model has no MTP block");
     if (st->mtp_slot < 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: this sequence was made without an MTP cache");
-    const uint32_t D = hp->n_embd, pos0 = st->mtp_n_past, slot = (uint32_t)st->mtp_slot;
-    gufo_status s = check_rows(e, st, tokens, n, pos0, err);
+    const uint32_t D = hp->n_embd;
+    qwen35_state *const states[1] = {st};
+    const rows_view rows = {.n = n, .batch = false, .states = states};
+    gufo_status s = check_rows(e, &rows, tokens, true, err);
     if (s != GUFO_OK)
         return s;
     if (n > e->max_logit_rows)
@@ -341,14 +414,14 @@ gufo_status qwen35_mtp_forward(qwen35_engine *e, qwen35_state *st, const int32_t
     if ((s = matmul(e, &eh, 1, e->cat, n, &e->x)) != GUFO_OK)
         return gufo_error_set(err, GUFO_E_INTERNAL, "qwen35 MTP: eh_proj failed: %s", gufo_status_str(s));
     rms_rows(e->x, m->block.attn_norm, n, D, hp->rms_eps, e->n);
-    s = attention_mixer(e, st, &m->block.att, slot, pos0, n);
+    s = attention_mixer(e, &rows, &m->block.att, (uint32_t)st->mtp_slot, true);
     if (s == GUFO_OK) {
         add_rows(e->x, e->y, (size_t)n * D);
         s = ffn(e, &m->block, n);
     }
     if (s != GUFO_OK)
         return gufo_error_set(err, GUFO_E_INTERNAL, "qwen35 MTP: a matrix product failed: %s", gufo_status_str(s));
-    st->mtp_n_past = pos0 + n;
+    st->mtp_n_past += n;
     rms_rows(e->x, m->head_norm, n, D, hp->rms_eps, e->n);
     if ((s = logits_of(e, &m->head, e->n, n)) != GUFO_OK)
         return gufo_error_set(err, GUFO_E_INTERNAL, "qwen35 MTP: the head product failed: %s", gufo_status_str(s));

@@ -79,6 +79,17 @@ gufo_status qwen35_forward(qwen35_engine *e, qwen35_state *st, const int32_t *to
                            gufo_error *err);
 
 /**
+ * One decode step for `n` different sequences: row r is tokens[r] for
+ * states[r] at its next position (one recurrent delta-rule step each), with
+ * every weight read once for all rows. Every row's logits go to e->logits (n
+ * <= max_logit_rows), e->hidden as in qwen35_forward; each sequence advances
+ * by one. A sequence decoded in a batch gets the same bits as decoded alone.
+ * GUFO_E_INVALID_ARGUMENT also when a sequence appears twice.
+ */
+gufo_status qwen35_decode_batch(qwen35_engine *e, qwen35_state *const *states, const int32_t *tokens, uint32_t n,
+                                gufo_error *err);
+
+/**
  * The MTP block over `n` rows at MTP-cache positions st->mtp_n_past, ...:
  * row r pairs trunk output hidden[r] (n_embd floats, may be e->hidden) with
  * the next token tokens[r]; every row's logits go to e->logits (n <=
