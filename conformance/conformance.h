@@ -32,6 +32,7 @@
 
 #include <cjson/cJSON.h>
 #include <gufo/ext/api.h>
+#include <gufo/host/registry.h>
 
 /* ---- Report ---------------------------------------------------------------- */
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <gufo/host/memory.h>
+#include <gufo/host/registry.h>
 
 static char *dup_or_die(const char *s)
 {

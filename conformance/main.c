@@ -32,6 +32,9 @@
 #include <sys/stat.h>
 
 #include <gufo_registry_populate.h>
+#include <gufo/host/memory.h>
+#include <gufo/host/options.h>
+#include <gufo/host/registry.h>
 
 #ifndef GUFO_CONFORMANCE_GUFO_VERSION
 #define GUFO_CONFORMANCE_GUFO_VERSION "unknown"

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
+#include <gufo/host/registry.h>
 
 /* The manifest object of the provider under test, or NULL. */
 static const cJSON *manifest_provider(const conf_ctx *ctx)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gufo/host/registry.h>
 
 /* Token ids of a JSON array into a malloc'd array. */
 static gufo_token *json_tokens(const cJSON *array, size_t *n)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <gufo/host/cancel.h>
+#include <gufo/host/text_buffer.h>
 
 enum { PROMPT = 24, GEN = 10 };
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gufo/host/text_buffer.h>
 
 /* Texts every tokenizer of a text model must carry through unchanged:
  * ASCII, accents, CJK, emoji (4-byte UTF-8), whitespace runs, code. */

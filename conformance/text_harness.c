@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gufo/host/text_buffer.h>
 
 const gufo_text_generation_iface *conf_text_iface(const conf_ctx *ctx)
 {

@@ -11,6 +11,7 @@
 #include "interrupt.h"
 #include "report.h"
 #include "tokenize.h"
+#include <gufo/host/cancel.h>
 
 double host_now(void)
 {

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include "report.h"
+#include <gufo/host/options.h>
+#include <gufo/host/registry.h>
 
 /* ---- small helpers ------------------------------------------------------ */
 

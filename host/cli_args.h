@@ -20,7 +20,7 @@
 #define GUFO_HOST_CLI_ARGS_H
 
 #include <gufo/ext/options.h>
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 
 /** How a host option's value is read. */
 typedef enum cli_type {

@@ -2,6 +2,7 @@
 #include "cli_help.h"
 
 #include <string.h>
+#include <gufo/host/registry.h>
 
 #define HELP_WIDTH 80
 #define HELP_COLUMN 30

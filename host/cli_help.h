@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 
 #include "cli_args.h"
 

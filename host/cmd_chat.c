@@ -35,9 +35,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <gufo/ext/log.h>
+#include <gufo/host/log.h>
 #include <gufo/ext/sampling.h>
-#include <gufo/ext/text_generation.h>
+#include <gufo/host/text_buffer.h>
+#include <gufo/host/cancel.h>
+#include <gufo/host/registry.h>
 
 #include "bench_common.h"
 #include "command.h"

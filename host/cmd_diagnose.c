@@ -56,9 +56,9 @@
 #include <unistd.h>
 
 #include <cJSON.h>
-#include <gufo/ext/memory.h>
+#include <gufo/host/memory.h>
 #include <gufo/ext/provider.h>
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 
 #include "command.h"
 #include "report.h"

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <gufo/ext/cancel.h>
-#include <gufo/ext/log.h>
+#include <gufo/host/cancel.h>
+#include <gufo/host/log.h>
 #include <gufo/ext/provider.h>
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 #include <gufo/ext/sampling.h>
 
 #include "command.h"

@@ -20,10 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <gufo/ext/log.h>
+#include <gufo/host/log.h>
 #include <gufo/ext/provider.h>
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 #include <gufo/ext/sampling.h>
+#include <gufo/host/cancel.h>
 
 #include "command.h"
 #include "interrupt.h"

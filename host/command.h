@@ -9,7 +9,7 @@
 #ifndef GUFO_HOST_COMMAND_H
 #define GUFO_HOST_COMMAND_H
 
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 
 #include "cli_args.h"
 

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
+#include <gufo/host/cancel.h>
 
 static struct {
     bool installed;

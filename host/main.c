@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
+#include <gufo/host/memory.h>
 #include <gufo_registry_populate.h>
 
 #include "cli_help.h"

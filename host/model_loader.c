@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 
 #include "report.h"
+#include <gufo/host/memory.h>
+#include <gufo/host/registry.h>
 
 /* One candidate's answer, copied: the callback's strings are only valid during the call. */
 typedef struct candidate {

@@ -23,7 +23,7 @@
 #include <gufo/ext/memory.h>
 #include <gufo/ext/options.h>
 #include <gufo/ext/provider.h>
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 
 /** What the factory gets besides the artifact. */
 typedef struct host_model_config {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gufo/host/text_buffer.h>
 
 /* Anthropic allows more; the scheduler's window grows with each one, so keep it modest. */
 #define MAX_STOP 16

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gufo/host/text_buffer.h>
 
 /* True when the provider's interface struct is big enough to hold `slot` and the slot is set. */
 #define IFACE_HAS(iface, type, slot) \

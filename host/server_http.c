@@ -20,6 +20,7 @@
 #include "server_gate.h"
 #include "server_head.h"
 #include "server_metrics.h"
+#include <gufo/host/text_buffer.h>
 
 /*
  * libmicrohttpd's memory per connection (its default is 32 KiB). It holds

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gufo/host/text_buffer.h>
 
 /* OpenAI accepts at most this many stop strings. */
 #define MAX_STOP 4

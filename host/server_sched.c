@@ -10,6 +10,9 @@
 
 #include "report.h"
 #include "server_cache.h"
+#include <gufo/host/cancel.h>
+#include <gufo/host/memory.h>
+#include <gufo/host/text_buffer.h>
 
 /* True when the provider's interface struct is big enough to hold `slot` and the slot is set. */
 #define IFACE_HAS(iface, type, slot) \

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <gufo/ext/text_generation.h>
+#include <gufo/host/text_buffer.h>
 
 #include "report.h"
 #include "tokenize.h"

@@ -5,7 +5,7 @@
  * costs the same for a 100 MB and a 100 GB file, and a probe cannot read
  * weights even by mistake (gufo_gguf_tensor_data answers GUFO_E_STATE).
  */
-#include <gufo/ext/artifact.h>
+#include <gufo/host/artifact.h>
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * published with release ordering; readers of the reason load the flag with
  * acquire ordering, so they see the whole text or none of it.
  */
-#include <gufo/ext/cancel.h>
+#include <gufo/host/cancel.h>
 
 #include <sched.h>
 #include <stdatomic.h>

@@ -8,7 +8,7 @@
  * The runtime uses whichever device is current on the calling thread
  * (cudaSetDevice is the host's business).
  */
-#include <gufo/ext/memory.h>
+#include <gufo/host/memory.h>
 
 #include <stdio.h>
 #include <string.h>

@@ -9,7 +9,7 @@
  * A sink that logs (directly, or through a runtime call that logs) would
  * deadlock on the mutex; such nested lines go straight to stderr instead.
  */
-#include <gufo/ext/log.h>
+#include <gufo/host/log.h>
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -12,7 +12,7 @@
  * runs with the lock released, because the host frees memory from this very
  * pool inside it; then the reservation is tried exactly once more.
  */
-#include <gufo/ext/memory.h>
+#include <gufo/host/memory.h>
 
 #include <gufo/ext/log.h>
 

@@ -5,7 +5,7 @@
  * A set holds a handful of options, so a flat array with linear lookup is the
  * simplest structure that is fast enough.
  */
-#include <gufo/ext/options.h>
+#include <gufo/host/options.h>
 
 #include <ctype.h>
 #include <errno.h>

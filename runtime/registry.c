@@ -18,10 +18,11 @@
  * After load (and the device facts) the registry is read-only, so queries and
  * selection need no lock.
  */
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 
 #include <gufo/ext/log.h>
 #include <gufo/ext/version.h>
+#include <gufo/host/artifact.h>
 
 #include <stdarg.h>
 #include <stdio.h>

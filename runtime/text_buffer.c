@@ -4,7 +4,7 @@
  * template that never stops): past it, appends fail with GUFO_E_LIMIT and
  * the buffer keeps what it had, so the request fails cleanly.
  */
-#include <gufo/ext/text_generation.h>
+#include <gufo/host/text_buffer.h>
 
 #include <stdlib.h>
 #include <string.h>

@@ -258,15 +258,18 @@ function(_gufo_extension_target kind target)
     # Every translation unit is compiled through gufo_sdk.py check-includes,
     # which then holds each header it actually included (the compiler's
     # dependency file) against the extension's include rules: an absolute or
-    # "../../" path reaches past the include directories checked below. A
-    # launcher already set (ccache) runs after it.
+    # "../../" path reaches past the include directories checked below, and a
+    # library may not include the host's side of the API (gufo/host/), which
+    # its tests and tools, playing the host, may. A launcher already set
+    # (ccache) runs after it.
     foreach(language C CUDA HIP)
         get_target_property(launcher ${target} ${language}_COMPILER_LAUNCHER)
         if(NOT launcher)
             set(launcher "")
         endif()
         set_property(TARGET ${target} PROPERTY ${language}_COMPILER_LAUNCHER
-                     ${_GUFO_INCLUDE_CHECK_${GUFO_EXTENSION_NAME}} -- ${launcher})
+                     ${_GUFO_INCLUDE_CHECK_${GUFO_EXTENSION_NAME}} --target ${target} --target-kind ${kind}
+                     -- ${launcher})
     endforeach()
     set_property(TARGET ${target} PROPERTY GUFO_EXTENSION ${GUFO_EXTENSION_NAME})
     set_property(GLOBAL APPEND PROPERTY GUFO_EXTENSION_${GUFO_EXTENSION_NAME}_BUILT ${target})
@@ -796,6 +799,10 @@ function(_gufo_write_include_rules name include_roots link_items)
         endif()
     endforeach()
     list(JOIN labels ", " labels)
+    # The host's side of the API: inside the public include directory, but not
+    # for an extension's libraries (check-includes --target-kind).
+    _gufo_json_string(host_only "${GUFO_PUBLIC_INCLUDE_DIR}/gufo/host")
+    set(host_only "{\"path\": ${host_only}}")
     # Paths are shown relative to the source tree, except where the tree is the
     # extension itself (a standalone build), as in the configure's messages.
     set(show_base null)
@@ -808,6 +815,7 @@ function(_gufo_write_include_rules name include_roots link_items)
         "and build directory, the extensions it depends on, and the headers of the compilers, the system and the "
         "allowlisted libraries it links\",\n"
         "  \"show_base\": ${show_base},\n"
+        "  \"host_only\": [${host_only}],\n"
         "  \"labels\": [${labels}],\n"
         "  \"roots\": [\n    ${items}\n  ]\n}\n")
     set(file ${CMAKE_BINARY_DIR}/gufo_generated/include_rules/${name}.json)
@@ -827,7 +835,8 @@ endfunction()
 function(_gufo_add_api_ledger)
     set(ledger ${CMAKE_BINARY_DIR}/gufo_generated/api_ledger.json)
     file(GLOB_RECURSE headers CONFIGURE_DEPENDS ${GUFO_PUBLIC_INCLUDE_DIR}/gufo/ext/*.h
-                                                ${GUFO_PUBLIC_INCLUDE_DIR}/gufo/ext/*.h.in)
+                                                ${GUFO_PUBLIC_INCLUDE_DIR}/gufo/ext/*.h.in
+                                                ${GUFO_PUBLIC_INCLUDE_DIR}/gufo/host/*.h)
     add_custom_command(OUTPUT ${ledger}
         COMMAND ${GUFO_PYTHON} ${GUFO_SDK_TOOL} api-ledger --include-dir ${GUFO_PUBLIC_INCLUDE_DIR} --out ${ledger}
         DEPENDS ${headers} ${GUFO_SDK_TOOL}

@@ -1,7 +1,8 @@
 # GufoExtInstall.cmake: what `cmake --install` puts in place, so extensions can
 # be developed against an installed SDK (find_package(GufoExt) or pkg-config):
 #
-#   include/gufo/ext/*.h (+ the generated version.h)   the public API
+#   include/gufo/ext/*.h (+ the generated version.h)   the public API for extensions
+#   include/gufo/host/*.h                              the host's side (tests and tools of extensions)
 #   lib/libgufo_ext_runtime.so                         the runtime
 #   lib/cmake/GufoExt/                                 the package: GufoExt::runtime, GufoExtConfig.cmake
 #   lib/pkgconfig/gufo-ext.pc                          Cflags/Libs for the runtime
@@ -27,8 +28,8 @@ install(TARGETS gufo_ext_runtime EXPORT GufoExtTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gufo/ext DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gufo
-        FILES_MATCHING PATTERN "*.h")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gufo/ext ${PROJECT_SOURCE_DIR}/include/gufo/host
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gufo FILES_MATCHING PATTERN "*.h")
 install(FILES ${GUFO_GENERATED_INCLUDE_DIR}/gufo/ext/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gufo/ext)
 
 install(EXPORT GufoExtTargets NAMESPACE GufoExt:: DESTINATION ${GUFO_INSTALL_CMAKE_DIR})

@@ -292,6 +292,31 @@ class LedgerSpansTest(unittest.TestCase):
         self.assertEqual(out.splitlines()[0], ">= 0.1.3", out)
         self.assertIn('"gizmos" (extension.json; changes/0.1/0003-change-3.md)', out)
 
+    def test_a_new_minor(self):
+        """After a minor bump, names of the older minor count as the new minor's first revision,
+        names the bump changed carry its revisions, and a version of the old minor is no future one."""
+        (self.tree.root / "changes/0.2").mkdir()
+        self.tree.write("changes/0.2/0001-new-generation.md", "# 0001: a new generation\n")
+        (self.tree.root / "include/gufo/host").mkdir(exist_ok=True)
+        self.tree.write("include/gufo/host/widget.h",
+                        "/* gufo/host/widget.h — making widgets, the host's side.\n *\n * Since 0.2.1.\n */\n"
+                        "#include <gufo/ext/widget.h>\n\n"
+                        "/** Destroys a widget. @since 0.2.1 */\nGUFO_EXT_API void gufo_widget_destroy(gufo_widget *w);\n")
+        rc, out = self.tree.run("--requirement-of", str(self.tree.root / "example"))
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out.splitlines()[0], ">= 0.2.1", out)
+        self.assertIn("gufo_widget_create (ext.c; @since in include/gufo/ext/widget.h)", out)
+        rc, out = self.tree.run()
+        self.assertEqual(rc, 0, out)
+        self.assertIn("The API is <!--gufo:api-version-->0.2.1<!--/gufo-->", self.page())
+        doc = (self.tree.root / "docs/api.md").read_text()
+        self.assertIn("## Host headers", doc)
+        self.assertIn("## gufo/host/widget.h", doc)
+        self.assertLess(doc.index("## Experimental headers"), doc.index("## gufo/host/widget.h"))
+        self.assertIn("### 0.2.1", doc)
+        rc, out = self.tree.run("--check")
+        self.assertEqual(rc, 0, out)
+
     def test_hand_written_and_unknown_versions_fail(self):
         self.tree.run()
         self.tree.write("docs/page.md", self.page() + "\nSince the API is 0.1.1 we ...\n"

@@ -24,6 +24,7 @@
 
 #include "fuzz_check.h"
 #include "fuzz_model.h"
+#include <gufo/host/text_buffer.h>
 
 #define MAX_MESSAGES 64
 #define MAX_CALLS 64

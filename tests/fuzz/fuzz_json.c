@@ -29,6 +29,7 @@
 #include "fuzz_check.h"
 #include "fuzz_http.h"
 #include "fuzz_model.h"
+#include <gufo/host/text_buffer.h>
 
 static fuzz_model *g_model;
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gufo/ext/options.h>
+#include <gufo/host/options.h>
 #include <gufo/ext/version.h>
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);

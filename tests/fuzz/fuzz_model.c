@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 #include <gufo/ext/sampling.h>
 #include <gufo_registry_populate.h>
 

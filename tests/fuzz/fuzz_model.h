@@ -16,6 +16,7 @@
 
 #include <gufo/ext/provider.h>
 #include <gufo/ext/text_generation.h>
+#include <gufo/host/registry.h>
 
 #include "model_loader.h"
 #include "server_openai.h"

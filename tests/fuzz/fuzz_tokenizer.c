@@ -28,6 +28,7 @@
 
 #include "fuzz_check.h"
 #include "fuzz_model.h"
+#include <gufo/host/text_buffer.h>
 
 static fuzz_model *g_model;
 static bool g_byte_exact; /* the provider's round trip keeps every byte of valid UTF-8 */

@@ -4,6 +4,7 @@
  * declaration tables handed to gufo_registry_load() in a fixed order. */
 #include <gufo/ext/status.h>
 #include <gufo/ext/version.h>
+#include <gufo/host/registry.h>
 
 #include <gufo_registry_populate.h>
 

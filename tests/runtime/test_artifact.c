@@ -4,7 +4,7 @@
 #endif
 
 #include <gufo/ext/artifact.h>
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 #include <gufo/ext/version.h>
 
 #include <stdlib.h>

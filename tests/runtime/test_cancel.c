@@ -3,7 +3,7 @@
 #  define _POSIX_C_SOURCE 200809L /* mkdtemp, rand_r, dup2 */
 #endif
 
-#include <gufo/ext/cancel.h>
+#include <gufo/host/cancel.h>
 
 #include <pthread.h>
 #include <sched.h>

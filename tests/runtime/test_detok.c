@@ -1,7 +1,7 @@
 /* Streaming UTF-8 output: a completion streamed token by token must show the
  * same text as the whole byte string decoded at once, never half a character,
  * and bytes that cannot form a character show as U+FFFD. */
-#include <gufo/ext/text_generation.h>
+#include <gufo/host/text_buffer.h>
 
 #include <gufo/ext/testing.h>
 

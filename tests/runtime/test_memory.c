@@ -1,6 +1,6 @@
 /* tests/runtime/test_memory.c — budgets, tags, pressure, leaks, device backend, threads. */
-#include <gufo/ext/log.h>
-#include <gufo/ext/memory.h>
+#include <gufo/host/log.h>
+#include <gufo/host/memory.h>
 
 #include <pthread.h>
 #include <stdint.h>

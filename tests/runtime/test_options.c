@@ -1,5 +1,5 @@
 /* tests/runtime/test_options.c — typed option values and the messages for bad ones. */
-#include <gufo/ext/options.h>
+#include <gufo/host/options.h>
 
 #include <gufo/ext/testing.h>
 

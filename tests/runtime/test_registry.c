@@ -7,7 +7,7 @@
 #  define _POSIX_C_SOURCE 200809L /* mkdtemp, rand_r, dup2 */
 #endif
 
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 #include <gufo/ext/version.h>
 
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* gufo_step_output_deliver: what the core receives from a step with host logits. */
 #include <gufo/ext/testing.h>
 #include <gufo/ext/text_generation.h>
+#include <gufo/host/memory.h>
 
 int main(void)
 {

@@ -1,5 +1,5 @@
 /* tests/runtime/test_text_buffer.c — growable text output with a size limit. */
-#include <gufo/ext/text_generation.h>
+#include <gufo/host/text_buffer.h>
 
 #include <string.h>
 

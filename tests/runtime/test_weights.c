@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <gufo/ext/testing.h>
+#include <gufo/host/memory.h>
 
 static char g_dir[] = "/tmp/gufo_test_weights_XXXXXX";
 static char g_path[512];

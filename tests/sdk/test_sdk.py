@@ -62,8 +62,16 @@ def host_api_version():
     return out.strip()
 
 
-def manifest(name, providers=None, options=None, api=">= 0.1.1", depends=None):
-    """A valid manifest: one library target holding the extension entry and its providers' entries."""
+def api_floor():
+    """The lowest requirement of the current API generation: ">= 0.MINOR.1"."""
+    return f">= 0.{host_api_version().split('.')[1]}.1"
+
+
+def manifest(name, providers=None, options=None, api=None, depends=None):
+    """A valid manifest: one library target holding the extension entry and its providers' entries.
+    `api` defaults to the current generation's floor (api_floor())."""
+    if api is None:
+        api = api_floor()
     if providers is None:
         providers = [{"id": f"{name.replace('_', '-')}-text", "capability": "text_generation",
                       "keys": [f"gguf:{name}"]}]
@@ -202,9 +210,16 @@ def standalone_extension(name, m, cmake=None, files=None):
 def plant_audit_cases(where):
     """Extensions under `where` whose libraries break the audit's rules, and one that keeps them.
 
-    floorless declares ">= 0.1.1" but calls gufo_step_output_deliver() (0.1.4);
-    loader calls dlopen()/dlsym() without declaring why; declared_loader does
-    both with ">= 0.1.4" and "dynamic_loading" declared, and must pass.
+    floorless declares the generation's floor (">= 0.2.1") and calls
+    gufo_step_output_deliver(), which 0.1.4 added: a name of an older minor is
+    there from the new minor's first revision on, so it must pass (the audit's
+    "newer than declared" case is tested again once an extension-facing
+    function carries a later 0.2 @since); loader calls dlopen()/dlsym() without
+    declaring why; declared_loader does both with "dynamic_loading" declared,
+    and must pass; hostile calls gufo_memory_create(), the host's side of the
+    API (gufo/host/memory.h), declared by hand so the include check does not
+    stop it first; peeker's library includes <gufo/host/cancel.h> (refused as
+    it compiles) while its test, which plays the host, may.
     Returns the names of the extensions that must fail."""
     deliver = ("#include <gufo/ext/text_generation.h>\n\n"
                "gufo_status {name}_deliver(const gufo_step_output *output, const float *logits, int32_t n, "
@@ -216,16 +231,33 @@ def plant_audit_cases(where):
             "int {name}_load(void)\n{{\n    void *library = dlopen(\"libz.so.1\", RTLD_NOW);\n"
             "    return library != NULL && dlsym(library, \"zlibVersion\") != NULL;\n}}\n")
     cmake = "gufo_extension_library({name} SOURCES entry.c use.c)\n"
-    write_extension(Path(where) / "floorless", manifest("floorless", api=">= 0.1.1"),
+    write_extension(Path(where) / "floorless", manifest("floorless"),
                     cmake.format(name="floorless"), {"use.c": deliver.format(name="floorless")})
+    hostile = ("/* The host's side of the API, declared by hand (no gufo/host/ include to refuse). */\n"
+               "#include <gufo/ext/memory.h>\n\n"
+               "gufo_status gufo_memory_create(const void *limits, gufo_memory **out, gufo_error *err);\n"
+               "gufo_memory *hostile_pool(void);\n"
+               "gufo_memory *hostile_pool(void)\n{\n    gufo_memory *pool = NULL;\n"
+               "    return gufo_memory_create(NULL, &pool, NULL) == GUFO_OK ? pool : NULL;\n}\n")
+    write_extension(Path(where) / "hostile", manifest("hostile"), cmake.format(name="hostile"),
+                    {"use.c": hostile})
+    peek = ("#include <stddef.h>\n#include <gufo/host/cancel.h>\n\n"
+            "int {name}(void);\nint {name}(void)\n{{\n    return gufo_cancel_requested(NULL) ? 1 : 0;\n}}\n")
+    peeker = manifest("peeker")
+    peeker["targets"].append({"name": "peeker_tests", "kind": "test", "requires": []})
+    write_extension(Path(where) / "peeker", peeker,
+                    "gufo_extension_library(peeker SOURCES entry.c use.c)\n"
+                    "gufo_extension_test(peeker_tests SOURCES test.c)\n",
+                    {"use.c": peek.format(name="peeker_use"),
+                     "test.c": peek.format(name="peeker_check") + "int main(void)\n{\n    return peeker_check();\n}\n"})
     write_extension(Path(where) / "loader", manifest("loader"), cmake.format(name="loader"),
                     {"use.c": load.format(name="loader")})
-    declared = manifest("declared_loader", api=">= 0.1.4")
+    declared = manifest("declared_loader")
     declared["dynamic_loading"] = {"reason": "Uses zlib when the system has it, and works without it",
                                    "libraries": ["libz.so.1"]}
     write_extension(Path(where) / "declared_loader", declared, cmake.format(name="declared_loader"),
                     {"use.c": load.format(name="declared_loader") + deliver.format(name="declared_loader")})
-    return ["floorless", "loader"]
+    return ["hostile", "loader", "peeker"]
 
 
 def plant_intruder(directory, host_header, runtime_header):
@@ -271,10 +303,14 @@ class SdkTestCase(unittest.TestCase):
 
     def assertAuditCases(self, out, failing, shown, build_dir):
         """The messages plant_audit_cases() must produce; `shown(name)` is a manifest as messages show it."""
-        self.assertEqual(failing, ["floorless", "loader"])
-        self.assertIn(f"extension 'floorless' ({shown('floorless')}) declares \"api_version\": \">= 0.1.1\", but "
-                      "library 'floorless' calls gufo_step_output_deliver(), which API 0.1.4 added "
-                      "(<gufo/ext/text_generation.h>): declare \"api_version\": \">= 0.1.4\"", out)
+        self.assertEqual(failing, ["hostile", "loader", "peeker"])
+        self.assertNotIn("extension 'floorless'", out)
+        self.assertTrue((build_dir / "gufo_generated" / "audit" / "floorless.stamp").is_file(), out)
+        self.assertIn(f"extension 'hostile' ({shown('hostile')}): library 'hostile' calls gufo_memory_create(), "
+                      "which is the host's side of the API (<gufo/host/memory.h>)", out)
+        self.assertRegex(out, r"peeker/use\.c:2: extension 'peeker' includes '[^']*include/gufo/host/cancel\.h'"
+                              r".* in library 'peeker', the host's side of the API \(gufo/host/\)")
+        self.assertEqual(len(re.findall(r"extension 'peeker' includes ", out)), 1, out)
         for function in ("dlopen", "dlsym"):
             self.assertIn(f"extension 'loader' ({shown('loader')}): library 'loader' imports {function}(), which "
                           "loads code (or finds symbols) at run time, past the link allowlist and this audit", out)
@@ -560,9 +596,10 @@ class CollisionTests(SdkTestCase):
 class ApiRequirementTests(SdkTestCase):
     def test_api_minor_mismatch(self):
         s = Scratch("api_minor_mismatch")
-        s.add("examples", manifest("future", api=">= 0.2.0"))
+        future = f">= 0.{int(host_api_version().split('.')[1]) + 1}.0"
+        s.add("examples", manifest("future", api=future))
         self.assertConfigureFails(
-            s.configure(), f"extension 'future' (examples/future/extension.json) requires API >= 0.2.0 but this Gufo "
+            s.configure(), f"extension 'future' (examples/future/extension.json) requires API {future} but this Gufo "
                            f"provides {host_api_version()}: the minor version differs, so it was written for another "
                            "API generation")
 
@@ -882,7 +919,7 @@ class PositiveTests(SdkTestCase):
                       "help=What to say first: \"hi\" or \u00e9t\u00e9??/", lines)
         self.assertIn("option hello-level of hello type=1 commands=1 default=2 values=3 help=How loud", lines)
         rc, out = run([s.build_dir / "gufo_extensions" / "hello" / "hello_tool"])
-        self.assertEqual((rc, out), (0, "hello 1.2.3-rc.1 requires >= 0.1.1; cuda target built: 0; greeting "
+        self.assertEqual((rc, out), (0, f"hello 1.2.3-rc.1 requires {api_floor()}; cuda target built: 0; greeting "
                                         "default: hi \"there\"\n"))
         rc, out = run(["ctest", "--test-dir", s.build_dir, "-L", "extension:hello", "--output-on-failure"])
         self.assertEqual(rc, 0, out)

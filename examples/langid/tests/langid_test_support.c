@@ -9,6 +9,7 @@
 #include <gufo_manifest_langid.h>
 
 #include "src/langid_entries.h"
+#include <gufo/host/registry.h>
 
 /* ---- Registry ------------------------------------------------------------ */
 

@@ -8,6 +8,7 @@
 #define LANGID_TEST_SUPPORT_H
 
 #include <gufo/ext/api.h>
+#include <gufo/host/registry.h>
 
 /* ---- Registry ------------------------------------------------------------ */
 

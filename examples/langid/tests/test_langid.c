@@ -12,6 +12,10 @@
 
 #include <gufo/ext/api.h>
 #include <gufo/ext/testing.h>
+#include <gufo/host/cancel.h>
+#include <gufo/host/memory.h>
+#include <gufo/host/options.h>
+#include <gufo/host/registry.h>
 #include <gufo_manifest_langid.h>
 
 #include "langid_test_support.h"

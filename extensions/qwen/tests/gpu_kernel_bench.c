@@ -25,6 +25,7 @@
 
 #include <gufo/ext/api.h>
 #include <gufo/ext/experimental/graph.h>
+#include <gufo/host/memory.h>
 
 #include "../src/gpu/gpu_kernels.h"
 #include "logit_compare.h"

@@ -14,6 +14,7 @@
  */
 #include <gufo/ext/api.h>
 #include <gufo/ext/testing.h>
+#include <gufo/host/text_buffer.h>
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

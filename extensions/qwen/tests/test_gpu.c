@@ -43,6 +43,9 @@
 
 #include <gufo/ext/api.h>
 #include <gufo/ext/testing.h>
+#include <gufo/host/artifact.h>
+#include <gufo/host/memory.h>
+#include <gufo/host/options.h>
 
 #include <gufo_manifest_qwen.h>
 

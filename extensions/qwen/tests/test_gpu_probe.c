@@ -19,6 +19,9 @@
 #include <gufo/ext/api.h>
 #include <gufo/ext/testing.h>
 #include <gufo/ext/version.h>
+#include <gufo/host/artifact.h>
+#include <gufo/host/memory.h>
+#include <gufo/host/registry.h>
 
 #include <gufo_manifest_qwen.h>
 
@@ -194,7 +197,7 @@ static const gufo_provider_decl k_providers[] = {
 
 static const gufo_extension_decl k_qwen = {
     .struct_size = sizeof(gufo_extension_decl), .name = "qwen", .version = "0.1.0",
-    .origin = GUFO_ORIGIN_OFFICIAL, .api_requirement = ">= 0.1.1", .api_minor = 1, .api_revision = 1,
+    .origin = GUFO_ORIGIN_OFFICIAL, .api_requirement = ">= 0.2.1", .api_minor = GUFO_EXT_API_MINOR, .api_revision = 1,
     .entry = gufo_ext_qwen_entry, .providers = k_providers, .n_providers = 2,
 };
 

@@ -20,6 +20,10 @@
 
 #include <gufo/ext/api.h>
 #include <gufo/ext/testing.h>
+#include <gufo/host/cancel.h>
+#include <gufo/host/memory.h>
+#include <gufo/host/options.h>
+#include <gufo/host/text_buffer.h>
 
 #include <gufo_manifest_qwen.h>
 

@@ -25,6 +25,7 @@
 
 #include <gufo/ext/api.h>
 #include <gufo/ext/testing.h>
+#include <gufo/host/memory.h>
 
 #define EXPECT_OK(call) GUFO_CHECK_STATUS(call, GUFO_OK, &err)
 

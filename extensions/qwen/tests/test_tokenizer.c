@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L /* strdup, clock_gettime */
 
 #include <gufo/ext/testing.h>
+#include <gufo/host/text_buffer.h>
 
 #include "src/tokenizer.h"
 #include "src/tokenizer_bytelevel.h"

@@ -16,6 +16,9 @@
  * Thread-safety: immutable once opened and given its device facts; safe to
  * read from many threads.
  *
+ * Attaching the device facts is the host's side: gufo/host/artifact.h
+ * (0.2.1).
+ *
  * Since 0.1.1.
  */
 #ifndef GUFO_EXT_ARTIFACT_H
@@ -73,18 +76,6 @@ GUFO_EXT_API const gufo_gguf *gufo_artifact_gguf(const gufo_artifact *artifact);
 
 /** Size of the artifact file in bytes. @since 0.1.1 */
 GUFO_EXT_API uint64_t gufo_artifact_size(const gufo_artifact *artifact);
-
-/**
- * Host: attaches the device facts it queried at start-up (copied), so that
- * probes can judge the GPU without querying it. Call it after opening and
- * before handing the artifact to any probe; it is not safe while probes read
- * the artifact. Attaching again replaces the facts. Errors:
- * GUFO_E_INVALID_ARGUMENT for NULLs or a struct_size smaller than
- * sizeof(gufo_device_facts).
- * @since 0.1.12
- */
-GUFO_EXT_API gufo_status gufo_artifact_set_device_facts(gufo_artifact *artifact, const gufo_device_facts *facts,
-                                                        gufo_error *err);
 
 /**
  * Probes: the device facts the host attached, copied into `*out` (whose

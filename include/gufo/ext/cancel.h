@@ -8,6 +8,8 @@
  * The host creates one token per request and may fire it from any thread
  * (client disconnect, deadline, shutdown). Polling is one relaxed atomic load.
  *
+ * Creating and firing tokens is the host's side: gufo/host/cancel.h (0.2.1).
+ *
  * Since 0.1.1.
  */
 #ifndef GUFO_EXT_CANCEL_H
@@ -20,19 +22,6 @@ GUFO_EXT_BEGIN_DECLS
 
 /** Opaque cancellation token. @since 0.1.1 */
 typedef struct gufo_cancel gufo_cancel;
-
-/** Host: creates an un-fired token. Free with gufo_cancel_destroy(). @since 0.1.1 */
-GUFO_EXT_API gufo_status gufo_cancel_create(gufo_cancel **out);
-
-/** Host: destroys a token; NULL is a no-op. No call on it may be in flight. @since 0.1.1 */
-GUFO_EXT_API void gufo_cancel_destroy(gufo_cancel *cancel);
-
-/**
- * Host: fires the token with a reason ("client disconnected"), copied.
- * Idempotent: the first reason wins. Thread-safe.
- * @since 0.1.1
- */
-GUFO_EXT_API void gufo_cancel_fire(gufo_cancel *cancel, const char *reason);
 
 /**
  * True once the token was fired. A NULL token is never fired, so extensions

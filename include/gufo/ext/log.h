@@ -8,6 +8,9 @@
  * with an internal lock held, so lines never interleave. Changing the sink or
  * level is also thread-safe.
  *
+ * Choosing the sink and the threshold is the host's side: gufo/host/log.h
+ * (0.2.1).
+ *
  * Since 0.1.1.
  */
 #ifndef GUFO_EXT_LOG_H
@@ -28,12 +31,6 @@ typedef enum gufo_log_level {
 } gufo_log_level;
 
 /**
- * Where lines go. `message` is one formatted line without trailing newline,
- * valid only during the call. @since 0.1.1
- */
-typedef void (*gufo_log_sink)(void *userdata, gufo_log_level level, const char *component, const char *message);
-
-/**
  * Logs one line when `level` is at or below the current threshold (default
  * GUFO_LOG_INFO). `component` may be NULL. Lines longer than 4 KiB are cut.
  * @since 0.1.1
@@ -42,16 +39,6 @@ GUFO_EXT_API void gufo_log(gufo_log_level level, const char *component, const ch
 
 /** va_list form of gufo_log(). @since 0.1.1 */
 GUFO_EXT_API void gufo_logv(gufo_log_level level, const char *component, const char *fmt, va_list args);
-
-/**
- * Host only: installs the sink (NULL restores the default, which writes
- * "gufo[level] component: message" to stderr) and its userdata.
- * @since 0.1.1
- */
-GUFO_EXT_API void gufo_log_set_sink(gufo_log_sink sink, void *userdata);
-
-/** Host only: sets the most verbose level that passes. @since 0.1.1 */
-GUFO_EXT_API void gufo_log_set_level(gufo_log_level level);
 
 /** The current threshold, so callers can skip building expensive messages. @since 0.1.1 */
 GUFO_EXT_API gufo_log_level gufo_log_get_level(void);

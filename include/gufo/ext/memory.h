@@ -17,6 +17,9 @@
  * protected by a lock inside the pool. The pressure handler runs on the thread
  * that allocates, without the pool lock held.
  *
+ * Creating the pool, its pressure handler and the start-up device query are
+ * the host's side: gufo/host/memory.h (0.2.1).
+ *
  * Since 0.1.1.
  */
 #ifndef GUFO_EXT_MEMORY_H
@@ -35,34 +38,6 @@ typedef enum gufo_memory_kind {
 
 /** Opaque budgeted pool. @since 0.1.1 */
 typedef struct gufo_memory gufo_memory;
-
-/** Limits for gufo_memory_create(); 0 means "no limit". @since 0.1.1 */
-typedef struct gufo_memory_limits {
-    size_t struct_size;     /**< sizeof(gufo_memory_limits) */
-    uint64_t host_bytes;
-    uint64_t device_bytes;
-} gufo_memory_limits;
-
-/**
- * Called when an allocation of `bytes` of `kind` does not fit. The host frees
- * what it can (evicting retained sessions) and returns true when it freed
- * anything, which makes the pool retry once.
- * @since 0.1.1
- */
-typedef bool (*gufo_memory_pressure_fn)(void *userdata, gufo_memory_kind kind, uint64_t bytes);
-
-/** Host: creates a pool. @since 0.1.1 */
-GUFO_EXT_API gufo_status gufo_memory_create(const gufo_memory_limits *limits, gufo_memory **out, gufo_error *err);
-
-/**
- * Host: destroys a pool. Allocations still live are reported with gufo_log()
- * (tag and size: a leak is a bug worth naming) and then released.
- * @since 0.1.1
- */
-GUFO_EXT_API void gufo_memory_destroy(gufo_memory *memory);
-
-/** Host: installs the pressure handler (NULL removes it). @since 0.1.1 */
-GUFO_EXT_API void gufo_memory_set_pressure_handler(gufo_memory *memory, gufo_memory_pressure_fn fn, void *userdata);
 
 /**
  * Allocates `size` bytes of `kind` aligned to `alignment` (a power of two, 0 =
@@ -163,18 +138,6 @@ typedef struct gufo_device_facts {
     char detail[GUFO_ERROR_MESSAGE_MAX]; /**< the query's error detail; "" when status is GUFO_OK */
     gufo_device_info info;               /**< what the query filled; info.backend is always set */
 } gufo_device_facts;
-
-/**
- * Host: runs gufo_device_query() and records its answer, failure included,
- * in `*out`, whose struct_size the caller has set. A machine without a usable
- * device is a fact, not an error: the call then still returns GUFO_OK, with
- * out->status GUFO_E_DEVICE and the reason in out->detail. Errors:
- * GUFO_E_INVALID_ARGUMENT for a NULL `out` or a struct_size smaller than
- * sizeof(gufo_device_facts). Starts the GPU driver when a backend was built:
- * call it once, at start-up, never from a probe.
- * @since 0.1.12
- */
-GUFO_EXT_API gufo_status gufo_device_facts_query(gufo_device_facts *out, gufo_error *err);
 
 /**
  * Whether `facts` describe a device this runtime can allocate on: the query

@@ -11,6 +11,8 @@
  * Ownership: the host owns the gufo_options; it outlives the model.
  * Thread-safety: read-only after the host builds it.
  *
+ * Building the set is the host's side: gufo/host/options.h (0.2.1).
+ *
  * Since 0.1.1.
  */
 #ifndef GUFO_EXT_OPTIONS_H
@@ -32,20 +34,6 @@ typedef enum gufo_option_type {
 
 /** Opaque option set. @since 0.1.1 */
 typedef struct gufo_options gufo_options;
-
-/** Host: creates an empty set. @since 0.1.1 */
-GUFO_EXT_API gufo_status gufo_options_create(gufo_options **out);
-
-/** Host: destroys a set; NULL is a no-op. @since 0.1.1 */
-GUFO_EXT_API void gufo_options_destroy(gufo_options *options);
-
-/**
- * Host: sets `name` to the text `value` (both copied), parsed as `type`.
- * Errors: GUFO_E_INVALID_ARGUMENT with "option --NAME: 'x' is not a TYPE".
- * @since 0.1.1
- */
-GUFO_EXT_API gufo_status gufo_options_set(gufo_options *options, const char *name, gufo_option_type type,
-                                          const char *value, gufo_error *err);
 
 /** True when `name` has a value (given or defaulted). @since 0.1.1 */
 GUFO_EXT_API bool gufo_options_has(const gufo_options *options, const char *name);

@@ -26,6 +26,9 @@
  * except the text-side slots marked "thread-safe" (tokenize, detokenize,
  * render_chat, tool parsers), which the HTTP threads call concurrently.
  *
+ * Creating the text buffers providers write into is the host's side:
+ * gufo/host/text_buffer.h (0.2.1).
+ *
  * Since 0.1.1.
  */
 #ifndef GUFO_EXT_TEXT_GENERATION_H
@@ -72,12 +75,6 @@ typedef struct gufo_text_buffer gufo_text_buffer;
 
 /** Appends `len` bytes. GUFO_E_NO_MEMORY or GUFO_E_LIMIT on failure. @since 0.1.1 */
 GUFO_EXT_API gufo_status gufo_text_buffer_append(gufo_text_buffer *buffer, const char *data, size_t len);
-
-/** Host: creates an empty buffer that refuses to grow past `limit` bytes (0 = 64 MiB). @since 0.1.1 */
-GUFO_EXT_API gufo_status gufo_text_buffer_create(size_t limit, gufo_text_buffer **out);
-
-/** Host: destroys a buffer; NULL is a no-op. @since 0.1.1 */
-GUFO_EXT_API void gufo_text_buffer_destroy(gufo_text_buffer *buffer);
 
 /** Contents (NUL-terminated, borrowed until the next append or destroy). @since 0.1.1 */
 GUFO_EXT_API const char *gufo_text_buffer_data(const gufo_text_buffer *buffer, size_t *len);

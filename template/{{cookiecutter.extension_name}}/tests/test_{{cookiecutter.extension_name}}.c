@@ -19,6 +19,9 @@
 
 #include <gufo/ext/api.h>
 #include <gufo/ext/testing.h>
+#include <gufo/host/cancel.h>
+#include <gufo/host/memory.h>
+#include <gufo/host/text_buffer.h>
 
 #include <gufo_manifest_{{ cookiecutter.extension_name }}.h>
 

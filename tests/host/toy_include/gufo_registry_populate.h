@@ -4,7 +4,7 @@
 #ifndef GUFO_TESTS_HOST_TOY_REGISTRY_POPULATE_H
 #define GUFO_TESTS_HOST_TOY_REGISTRY_POPULATE_H
 
-#include <gufo/ext/registry.h>
+#include <gufo/host/registry.h>
 
 gufo_status gufo_registry_populate(gufo_registry *registry, gufo_error *err);
 
