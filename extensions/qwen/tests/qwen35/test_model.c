@@ -188,6 +188,8 @@ typedef struct edit {
     const char *drop_key, *drop_tensor, *reshape_tensor;
     const char *u32_key;
     uint32_t u32_value;
+    const int32_t *recurrent_flags; /* adds qwen35.attention.recurrent_layers */
+    uint32_t n_flags;
     const char *expect;
 } edit;
 
@@ -212,6 +214,9 @@ static void check_broken(const char *src, const char *dst, const edit *ed)
         else
             gufo_gguf_writer_copy_value(w, key, in, &value);
     }
+    if (ed->recurrent_flags)
+        gufo_gguf_writer_set_array(w, "qwen35.attention.recurrent_layers", GUFO_GGUF_INT32, ed->recurrent_flags,
+                                   ed->n_flags);
     for (uint64_t i = 0; i < gufo_gguf_tensor_count(in); i++) {
         gufo_tensor_info t;
         const void *data;
@@ -246,7 +251,12 @@ static void test_broken(const char *f32, const char *dir)
 {
     char dst[1024];
     snprintf(dst, sizeof dst, "%s/broken.gguf", dir);
+    static const int32_t four[4] = {1, 1, 1, 0}, second_is_attention[5] = {1, 0, 1, 0, 0};
     const edit edits[] = {
+        {.recurrent_flags = four, .n_flags = 4,
+         .expect = "key qwen35.attention.recurrent_layers must be an array of 5 flags (one per block)"},
+        /* the flags win over full_attention_interval: block 1 is now an attention block */
+        {.recurrent_flags = second_is_attention, .n_flags = 5, .expect = "missing tensor blk.1.attn_q.weight"},
         {.drop_key = "qwen35.ssm.conv_kernel", .expect = "missing key qwen35.ssm.conv_kernel"},
         {.drop_tensor = "blk.3.attn_q_norm.weight", .expect = "missing tensor blk.3.attn_q_norm.weight"},
         {.reshape_tensor = "blk.1.ssm_a", .expect = "tensor blk.1.ssm_a has shape [2], expected [4]"},
