@@ -23,6 +23,7 @@ foreach(qwen35_target qwen_qwen35_cpu qwen_qwen35_random_model qwen_qwen35_math_
 endforeach()
 
 if(qwen35_missing)
+    string(REPLACE ";" ", " qwen35_missing "${qwen35_missing}")
     message(STATUS "qwen: the qwen35 part is not built: extension.json does not declare ${qwen35_missing} "
                    "(qwen_qwen35_cpu: library; qwen_qwen35_random_model: executable; qwen_qwen35_*_tests: test, requires testing)")
 else()
