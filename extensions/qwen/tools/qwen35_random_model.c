@@ -8,7 +8,7 @@
  * 4 query / 2 KV heads of 32 with partial RoPE over 8 dims (the 27B's 0.25)
  * and sections [2, 1, 1, 0]; Gated DeltaNet with 2 key heads and 4 value heads
  * of 16 (so the value heads' tiled order over the key heads matters), conv
- * kernel 4; FFN 128; context 256; rope theta 1e7; RMS eps 1e-6.
+ * kernel 4; FFN 128; context 1024; rope theta 1e7; RMS eps 1e-6.
  *
  * Names, shapes and keys are those llama.cpp's convert_hf_to_gguf.py writes for
  * Qwen3_5ForCausalLM (see src/qwen35/weights.h); every matrix's input size is a
@@ -55,7 +55,7 @@ enum {
     CONV_KERNEL = 4,
     FFN = 128,
     VOCAB = 320,
-    CONTEXT = 256,
+    CONTEXT = 1024,
 };
 #define GDN_KEY_DIM (GDN_K_HEADS * GDN_HEAD_DIM)
 #define GDN_INNER (GDN_V_HEADS * GDN_HEAD_DIM)
