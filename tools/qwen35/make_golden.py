@@ -62,7 +62,7 @@ import sys
 T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR, T_U64, T_I64, T_F64 = range(13)
 _SCALAR = {T_U8: "<B", T_I8: "<b", T_U16: "<H", T_I16: "<h", T_U32: "<I", T_I32: "<i", T_F32: "<f",
            T_BOOL: "<?", T_U64: "<Q", T_I64: "<q", T_F64: "<d"}
-GGML_F32, GGML_F16, GGML_BF16 = 0, 1, 30
+GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = 0, 1, 8, 30
 
 
 class Reader:
@@ -124,8 +124,14 @@ def read_gguf(path):
         elif ttype == GGML_BF16:
             raw = struct.unpack_from(f"<{n}H", data, start)
             values = list(struct.unpack(f"<{n}f", struct.pack(f"<{n}I", *[v << 16 for v in raw])))
+        elif ttype == GGML_Q8_0:  # blocks of 32: an f16 scale, 32 int8 quants
+            values = []
+            for b in range(n // 32):
+                off = start + 34 * b
+                d = struct.unpack_from("<e", data, off)[0]
+                values += [d * q for q in struct.unpack_from("<32b", data, off + 2)]
         else:
-            raise SystemExit(f"{path}: tensor {name} has ggml type {ttype}; the references use F32/F16/BF16 files")
+            raise SystemExit(f"{path}: tensor {name} has ggml type {ttype}; the references read F32/F16/BF16/Q8_0")
         tensors[name] = (dims, values)
     return version, kv, tensors, hashlib.sha256(data).hexdigest()
 
