@@ -19,6 +19,9 @@
  *  - batched decode: three sequences of different lengths decoded together
  *    equal each decoded alone, bit for bit (F32, and Q8_0 with int8
  *    activations); a sequence twice in one step is refused;
+ *  - speculative verification: 6 verified rows give the bits of 6 single
+ *    decodes; keeping 2 (or all) and decoding on gives the bits of plain
+ *    decoding (F32, Q8_0 with int8 activations);
  *  - MTP: the block over 40 rows in one call equals 40 single-row calls, bit
  *    for bit (the attention kernel and float products do not depend on how
  *    rows are grouped);
@@ -444,6 +447,63 @@ static void test_batch(const char *path, const char *name)
     unload(&m);
 }
 
+/* ---- speculative verification ------------------------------------------------------ */
+
+/* Verify 6 rows, keep 2 (and, on another run, all 6), then decode on: the same
+ * bits as a sequence that decoded those rows one by one. */
+static void test_verify(const char *path, const char *name)
+{
+    model m;
+    if (!load(path, 2, &m)) {
+        CHECK(false, "verify: load failed");
+        return;
+    }
+    enum { PREFIX = 40, K = 6, KEEP = 2, AFTER = 3 };
+    const uint32_t V = m.hp.n_vocab;
+    make_tokens(V);
+    float *verified = malloc(sizeof(float) * K * V), *single = malloc(sizeof(float) * K * V);
+    float *after_a = malloc(sizeof(float) * AFTER * V), *after_b = malloc(sizeof(float) * AFTER * V);
+    qwen35_state a, b;
+    qwen35_verify_log log;
+    gufo_error err = {0};
+    bool ok = qwen35_state_create(&m.hp, true, CAPACITY, &a, &err) == GUFO_OK &&
+              qwen35_state_create(&m.hp, true, CAPACITY, &b, &err) == GUFO_OK &&
+              qwen35_verify_log_create(&m.hp, &a, 8, &log, &err) == GUFO_OK &&
+              qwen35_forward(&m.e, &a, tokens, PREFIX, false, &err) == GUFO_OK &&
+              qwen35_forward(&m.e, &b, tokens, PREFIX, false, &err) == GUFO_OK &&
+              qwen35_verify(&m.e, &a, &log, tokens + PREFIX, K, &err) == GUFO_OK;
+    if (ok)
+        memcpy(verified, m.e.logits, sizeof(float) * K * V);
+    ok = ok && decode_run(&m, &b, tokens + PREFIX, K, single);
+    CHECK(ok, "verify: %s", err.message);
+    if (!ok)
+        return;
+    CHECK(memcmp(verified, single, sizeof(float) * K * V) == 0, "%s: verified rows differ from single decodes by %.3g",
+          name, max_diff(verified, single, (size_t)K * V));
+    CHECK(qwen35_verify_accept(&m.e, &a, &log, K + 1, &err) == GUFO_E_INVALID_ARGUMENT, "keeping more than verified");
+    /* keep 2: against a sequence that decoded only those 2 */
+    CHECK(qwen35_verify_accept(&m.e, &a, &log, KEEP, &err) == GUFO_OK && a.n_past == PREFIX + KEEP, "accept %d", KEEP);
+    qwen35_state_reset(&b);
+    ok = qwen35_forward(&m.e, &b, tokens, PREFIX, false, &err) == GUFO_OK &&
+         decode_run(&m, &b, tokens + PREFIX, KEEP, single) && decode_run(&m, &a, tokens + 200, AFTER, after_a) &&
+         decode_run(&m, &b, tokens + 200, AFTER, after_b);
+    CHECK(ok && memcmp(after_a, after_b, sizeof(float) * AFTER * V) == 0,
+          "%s: after keeping %d of %d, decoding differs by %.3g", name, KEEP, K, max_diff(after_a, after_b, (size_t)AFTER * V));
+    /* keep all: the state is already there */
+    ok = qwen35_verify(&m.e, &a, &log, tokens + 210, 4, &err) == GUFO_OK &&
+         qwen35_verify_accept(&m.e, &a, &log, 4, &err) == GUFO_OK && decode_run(&m, &b, tokens + 210, 4, single) &&
+         decode_run(&m, &a, tokens + 220, AFTER, after_a) && decode_run(&m, &b, tokens + 220, AFTER, after_b);
+    CHECK(ok && memcmp(after_a, after_b, sizeof(float) * AFTER * V) == 0, "%s: after keeping all, decoding differs",
+          name);
+    printf("%s: verify of %d rows == %d single decodes; keep %d (and all) then decode == plain decoding, bit for bit\n",
+           name, K, K, KEEP);
+    qwen35_verify_log_free(&log);
+    qwen35_state_free(&a);
+    qwen35_state_free(&b);
+    free(verified), free(single), free(after_a), free(after_b);
+    unload(&m);
+}
+
 /* ---- MTP ---------------------------------------------------------------------------- */
 
 static void test_mtp(const char *path)
@@ -675,6 +735,8 @@ int main(int argc, char **argv)
     test_snapshots(f32);
     test_batch(f32, "f32");
     test_batch(q8, "q8_0 (q8)");
+    test_verify(f32, "f32");
+    test_verify(q8, "q8_0 (q8)");
     test_mtp(f32);
     if (argc > 3) {
         const char *refs[] = {"tiny-f32.python.json", "tiny-f32.json", "tiny-bf16.json"};
