@@ -32,9 +32,10 @@
 
 #include "attention.h"
 #include "state.h"
+#include "verify.h"
 #include "weights.h"
 
-typedef struct qwen35_engine {
+struct qwen35_engine {
     const qwen35_hparams *hp;
     const qwen35_weights *w;
     gufo_x_pool *pool;
@@ -54,7 +55,7 @@ typedef struct qwen35_engine {
     float *attention_scratch, *delta_work, *matmul_scratch;
     size_t attention_scratch_floats, delta_work_floats, matmul_scratch_bytes;
     void *block;
-} qwen35_engine;
+};
 
 /**
  * Scratch for up to `max_rows` rows per call, logits for up to
@@ -90,32 +91,13 @@ gufo_status qwen35_decode_batch(qwen35_engine *e, qwen35_state *const *states, c
                                 gufo_error *err);
 
 /**
- * Speculative verification. qwen35_verify() runs `n` rows of `st` like
- * qwen35_forward(..., all_logits = true), except that the delta rule runs row
- * by row in its recurrent form, so every row's logits are the bits n single
- * decodes would give; it records in `log` the recurrent state before the
- * rows and each row's delta-rule and conv inputs. qwen35_verify_accept() then
- * keeps the first `keep` rows: the recurrent state is put back and the kept
- * rows replayed from the log (no matrix product), the caches truncated to
- * them. The result is the bits of a sequence that decoded only those rows.
- * A log is sized for `max_rows` rows of one model (27B: 3.9 MiB per row plus
- * a copy of the recurrent state, 150 MiB).
+ * Runs `n` rows of `st` like qwen35_forward(..., all_logits = true), except
+ * that the delta rule runs row by row in its recurrent form, so every row's
+ * logits are the bits n single decodes would give, and records in `log` what
+ * qwen35_verify_accept() needs to keep any prefix of the rows (verify.h).
  */
-typedef struct qwen35_verify_log {
-    uint32_t max_rows, n_rows, n_past0;
-    float *conv0, *delta0;  /* the recurrent state before the rows */
-    float *mix, *qkv;       /* per GDN block and row: conv inputs; normalised q, k and v */
-    float *g, *beta;        /* per GDN block and row: decay and write strength per value head */
-} qwen35_verify_log;
-
-gufo_status qwen35_verify_log_create(const qwen35_hparams *hp, const qwen35_state *st, uint32_t max_rows,
-                                     qwen35_verify_log *log, gufo_error *err);
-void qwen35_verify_log_free(qwen35_verify_log *log);
 gufo_status qwen35_verify(qwen35_engine *e, qwen35_state *st, qwen35_verify_log *log, const int32_t *tokens,
                           uint32_t n, gufo_error *err);
-/** GUFO_E_INVALID_ARGUMENT when keep > the rows verified or `st` moved since. */
-gufo_status qwen35_verify_accept(qwen35_engine *e, qwen35_state *st, const qwen35_verify_log *log, uint32_t keep,
-                                 gufo_error *err);
 
 /**
  * The MTP block over `n` rows at MTP-cache positions st->mtp_n_past, ...:

@@ -13,6 +13,7 @@ set(qwen35_core_sources
     src/qwen35/attention.c
     src/qwen35/state.c
     src/qwen35/forward.c
+    src/qwen35/verify.c
 )
 
 set(qwen35_missing "")
