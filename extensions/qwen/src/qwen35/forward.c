@@ -454,8 +454,10 @@ gufo_status qwen35_mtp_forward(qwen35_engine *e, qwen35_state *st, const int32_t
     if (s != GUFO_OK)
         return gufo_error_set(err, GUFO_E_INTERNAL, "qwen35 MTP: a matrix product failed: %s", gufo_status_str(s));
     st->mtp_n_past += n;
-    rms_rows(e->x, m->head_norm, n, D, hp->rms_eps, e->n);
-    if ((s = logits_of(e, &m->head, e->n, n)) != GUFO_OK)
+    /* The input hidden rows were read above, so e->hidden may take the
+     * output: what a chained draft step pairs with the drafted token. */
+    rms_rows(e->x, m->head_norm, n, D, hp->rms_eps, e->hidden);
+    if ((s = logits_of(e, &m->head, e->hidden, n)) != GUFO_OK)
         return gufo_error_set(err, GUFO_E_INTERNAL, "qwen35 MTP: the head product failed: %s", gufo_status_str(s));
     return GUFO_OK;
 }

@@ -103,8 +103,10 @@ gufo_status qwen35_verify(qwen35_engine *e, qwen35_state *st, qwen35_verify_log 
  * The MTP block over `n` rows at MTP-cache positions st->mtp_n_past, ...:
  * row r pairs trunk output hidden[r] (n_embd floats, may be e->hidden) with
  * the next token tokens[r]; every row's logits go to e->logits (n <=
- * max_logit_rows). Advances st->mtp_n_past. GUFO_E_UNSUPPORTED when the model
- * has no MTP block.
+ * max_logit_rows) and its output after shared_head_norm to e->hidden (what
+ * llama.cpp's graph_mtp hands on as h_nextn: a chained draft step pairs it
+ * with the token just drafted). Advances st->mtp_n_past. GUFO_E_UNSUPPORTED
+ * when the model has no MTP block.
  *
  * Positions: transformers-style drafting (vLLM's) pairs trunk position p's
  * hidden with token p+1 at MTP position p, which is what a caller gets by
