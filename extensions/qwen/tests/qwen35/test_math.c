@@ -1,13 +1,15 @@
 /* test_math.c — the qwen35 pieces against double-precision references and against each other.
  *
- *  - gated delta rule: the chunked form (prefill) and the recurrent form
- *    (decode) against a double-precision recurrence, from a non-zero state,
+ *  - gated delta rule at head sizes 16 and 128 (27B's): the chunked form
+ *    (prefill) and the recurrent form (decode) against a double-precision
+ *    recurrence, from a non-zero state,
  *    over lengths below, at and past the chunk of 64 (1, 7, 63, 64, 65, 130,
  *    200), both outputs and final states;
  *  - causal conv1d + SiLU: one call over 37 rows == 20 rows then 17 single
  *    rows (bit for bit, the rolling state carried), and both against double;
  *  - gated attention (q/k RMS norms, partial NEOX RoPE, GQA, sigmoid output
- *    gate): a prefill of 13 rows then 5 more rows against a double-precision
+ *    gate), at the tiny model's shape and 27B's (24/4 heads of 256, RoPE over
+ *    64): a prefill of 13 rows then 5 more rows against a double-precision
  *    recomputation over the whole history.
  */
 #include <math.h>
@@ -52,16 +54,18 @@ static void unit(float *x, uint32_t n, float scale)
         x[i] = (float)(x[i] / sqrt(s) * scale);
 }
 
-static void test_delta_rule(void)
+static void test_delta_rule(uint32_t dk, uint32_t dv)
 {
-    const uint32_t dk = 16, dv = 16, lengths[] = {1, 7, 63, 64, 65, 130, 200};
+    const uint32_t lengths[] = {1, 7, 63, 64, 65, 130, 200};
     const uint32_t max_n = 200;
     float *q = malloc(sizeof(float) * max_n * dk), *k = malloc(sizeof(float) * max_n * dk);
     float *v = malloc(sizeof(float) * max_n * dv), *g = malloc(sizeof(float) * max_n), *b = malloc(sizeof(float) * max_n);
     float *o_chunk = malloc(sizeof(float) * max_n * dv), *o_rec = malloc(sizeof(float) * max_n * dv);
     float *work = malloc(sizeof(float) * qwen35_delta_work_floats(dk, dv));
-    float S0[16 * 16], S_chunk[16 * 16], S_rec[16 * 16];
-    double S_ref[16 * 16], o_ref[16];
+    float *S0 = malloc(sizeof(float) * dk * dv), *S_chunk = malloc(sizeof(float) * dk * dv);
+    float *S_rec = malloc(sizeof(float) * dk * dv);
+    double *S_ref = malloc(sizeof(double) * dk * dv), *o_ref = malloc(sizeof(double) * dv);
+    double *d = malloc(sizeof(double) * dv);
     double worst_out = 0, worst_state = 0;
     for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
         const uint32_t n = lengths[li];
@@ -81,8 +85,8 @@ static void test_delta_rule(void)
         }
         for (uint32_t i = 0; i < dk * dv; i++)
             S0[i] = (float)(0.3 * normal());
-        memcpy(S_chunk, S0, sizeof S0);
-        memcpy(S_rec, S0, sizeof S0);
+        memcpy(S_chunk, S0, sizeof(float) * dk * dv);
+        memcpy(S_rec, S0, sizeof(float) * dk * dv);
         for (uint32_t i = 0; i < dk * dv; i++)
             S_ref[i] = S0[i];
         qwen35_delta_chunked(dk, dv, S_chunk, n, q, k, dk, v, dv, g, b, 1, o_chunk, dv, work);
@@ -90,7 +94,6 @@ static void test_delta_rule(void)
         for (uint32_t t = 0; t < n; t++) {
             qwen35_delta_recurrent(dk, dv, S_rec, q + t * dk, k + t * dk, v + t * dv, g[t], b[t], o_rec + t * dv);
             const double decay = exp((double)g[t]);
-            double d[16];
             for (uint32_t j = 0; j < dv; j++) {
                 double kv = 0;
                 for (uint32_t a = 0; a < dk; a++) {
@@ -118,18 +121,19 @@ static void test_delta_rule(void)
         }
         /* Bound: float rounding of sums over dk (and, chunked, over up to 64
          * positions and a 64-row triangular solve): 2e-5 of the largest
-         * value. Measured below 2e-6 (printed). */
+         * value. Measured below 2e-6 at dk = 16 and 128 (printed). */
         const double bound = 2e-5;
-        CHECK(err_chunk <= bound * scale, "n=%u chunked output off by %.3g (scale %.3g)", n, err_chunk, scale);
-        CHECK(err_rec <= bound * scale, "n=%u recurrent output off by %.3g (scale %.3g)", n, err_rec, scale);
-        CHECK(state_chunk <= bound * state_scale, "n=%u chunked state off by %.3g", n, state_chunk);
-        CHECK(state_rec <= bound * state_scale, "n=%u recurrent state off by %.3g", n, state_rec);
+        CHECK(err_chunk <= bound * scale, "dk=%u n=%u chunked output off by %.3g (scale %.3g)", dk, n, err_chunk, scale);
+        CHECK(err_rec <= bound * scale, "dk=%u n=%u recurrent output off by %.3g (scale %.3g)", dk, n, err_rec, scale);
+        CHECK(state_chunk <= bound * state_scale, "dk=%u n=%u chunked state off by %.3g", dk, n, state_chunk);
+        CHECK(state_rec <= bound * state_scale, "dk=%u n=%u recurrent state off by %.3g", dk, n, state_rec);
         worst_out = fmax(worst_out, fmax(err_chunk, err_rec) / scale);
         worst_state = fmax(worst_state, fmax(state_chunk, state_rec) / state_scale);
     }
-    printf("delta rule: chunked and recurrent vs double, worst relative error: outputs %.2e, states %.2e\n",
+    printf("delta rule %ux%u: chunked and recurrent vs double, worst relative error: outputs %.2e, states %.2e\n", dk, dv,
            worst_out, worst_state);
     free(q), free(k), free(v), free(g), free(b), free(o_chunk), free(o_rec), free(work);
+    free(S0), free(S_chunk), free(S_rec), free(S_ref), free(o_ref), free(d);
 }
 
 /* ---- conv --------------------------------------------------------------------------- */
@@ -173,54 +177,60 @@ static void test_conv(void)
 
 /* ---- gated attention ---------------------------------------------------------------- */
 
-enum { H = 4, HKV = 2, HD = 32, NROT = 8, CAP = 32, N1 = 13, N2 = 5 };
+enum { N1 = 13, N2 = 5, CAP = N1 + N2 };
 
-static void reference_row(const float *q_full, const float *ks, const float *vs, const float *qn, const float *kn,
-                          const float *inv_freq, uint32_t pos, double *out)
+typedef struct att_case {
+    uint32_t H, HKV, HD, NROT;
+} att_case;
+
+/* Row `pos`'s output, recomputing the keys of every position so far in double. */
+static void reference_row(const att_case *c, const float *q_full, const float *ks, const float *vs, const float *qn,
+                          const float *kn, const float *inv_freq, uint32_t pos, double *out)
 {
-    /* keys/values of every position so far, recomputed in double */
-    double q[H][HD], keys[CAP][HKV][HD];
+    const uint32_t H = c->H, HKV = c->HKV, HD = c->HD, half = c->NROT / 2;
+    double *keys = malloc(sizeof(double) * CAP * HKV * HD), *q = malloc(sizeof(double) * HD);
+    double scores[CAP];
     const double eps = 1e-6;
     for (uint32_t p = 0; p <= pos; p++)
-        for (int h = 0; h < HKV; h++) {
+        for (uint32_t h = 0; h < HKV; h++) {
             const float *k = ks + ((size_t)p * HKV + h) * HD;
-            double s = 0;
-            for (int i = 0; i < HD; i++)
+            double *key = keys + ((size_t)p * HKV + h) * HD, s = 0;
+            for (uint32_t i = 0; i < HD; i++)
                 s += (double)k[i] * k[i];
             const double r = 1 / sqrt(s / HD + eps);
-            for (int i = 0; i < HD; i++)
-                keys[p][h][i] = k[i] * r * kn[i];
-            for (int i = 0; i < NROT / 2; i++) {
-                const double a = (double)p * inv_freq[i], x0 = keys[p][h][i], x1 = keys[p][h][i + NROT / 2];
-                keys[p][h][i] = x0 * cos(a) - x1 * sin(a);
-                keys[p][h][i + NROT / 2] = x0 * sin(a) + x1 * cos(a);
+            for (uint32_t i = 0; i < HD; i++)
+                key[i] = k[i] * r * kn[i];
+            for (uint32_t i = 0; i < half; i++) {
+                const double a = (double)p * inv_freq[i], x0 = key[i], x1 = key[i + half];
+                key[i] = x0 * cos(a) - x1 * sin(a);
+                key[i + half] = x0 * sin(a) + x1 * cos(a);
             }
         }
-    for (int h = 0; h < H; h++) {
+    for (uint32_t h = 0; h < H; h++) {
         const float *x = q_full + (size_t)h * 2 * HD;
         double s = 0;
-        for (int i = 0; i < HD; i++)
+        for (uint32_t i = 0; i < HD; i++)
             s += (double)x[i] * x[i];
         const double r = 1 / sqrt(s / HD + eps);
-        for (int i = 0; i < HD; i++)
-            q[h][i] = x[i] * r * qn[i];
-        for (int i = 0; i < NROT / 2; i++) {
-            const double a = (double)pos * inv_freq[i], x0 = q[h][i], x1 = q[h][i + NROT / 2];
-            q[h][i] = x0 * cos(a) - x1 * sin(a);
-            q[h][i + NROT / 2] = x0 * sin(a) + x1 * cos(a);
+        for (uint32_t i = 0; i < HD; i++)
+            q[i] = x[i] * r * qn[i];
+        for (uint32_t i = 0; i < half; i++) {
+            const double a = (double)pos * inv_freq[i], x0 = q[i], x1 = q[i + half];
+            q[i] = x0 * cos(a) - x1 * sin(a);
+            q[i + half] = x0 * sin(a) + x1 * cos(a);
         }
-        const int kvh = h / (H / HKV);
-        double scores[CAP], mx = -1e300, sum = 0;
+        const uint32_t kvh = h / (H / HKV);
+        double mx = -1e300, sum = 0;
         for (uint32_t p = 0; p <= pos; p++) {
-            double d = 0;
-            for (int i = 0; i < HD; i++)
-                d += q[h][i] * keys[p][kvh][i];
-            scores[p] = d / sqrt((double)HD);
+            double dot = 0;
+            for (uint32_t i = 0; i < HD; i++)
+                dot += q[i] * keys[((size_t)p * HKV + kvh) * HD + i];
+            scores[p] = dot / sqrt((double)HD);
             mx = fmax(mx, scores[p]);
         }
         for (uint32_t p = 0; p <= pos; p++)
             sum += (scores[p] = exp(scores[p] - mx));
-        for (int i = 0; i < HD; i++) {
+        for (uint32_t i = 0; i < HD; i++) {
             double acc = 0;
             for (uint32_t p = 0; p <= pos; p++)
                 acc += scores[p] / sum * vs[((size_t)p * HKV + kvh) * HD + i];
@@ -228,21 +238,26 @@ static void reference_row(const float *q_full, const float *ks, const float *vs,
             out[h * HD + i] = acc / (1 + exp(-gate));
         }
     }
+    free(keys), free(q);
 }
 
-static void test_attention(gufo_x_pool *pool)
+static void test_attention(gufo_x_pool *pool, const att_case *c)
 {
-    static float q_full[(N1 + N2) * 2 * H * HD], q_orig[(N1 + N2) * 2 * H * HD], ks[(N1 + N2) * HKV * HD];
-    static float vs[(N1 + N2) * HKV * HD], k_cache[HKV * CAP * HD], v_cache[HKV * CAP * HD];
-    static float q[(N1 + N2) * H * HD], out[(N1 + N2) * H * HD];
-    float qn[HD], kn[HD], inv_freq[NROT / 2];
-    for (size_t i = 0; i < sizeof q_full / sizeof q_full[0]; i++)
+    const uint32_t H = c->H, HKV = c->HKV, HD = c->HD, NROT = c->NROT;
+    const size_t qf = (size_t)2 * H * HD, kvw = (size_t)HKV * HD, qw = (size_t)H * HD;
+    float *q_full = malloc(sizeof(float) * CAP * qf), *q_orig = malloc(sizeof(float) * CAP * qf);
+    float *ks = malloc(sizeof(float) * CAP * kvw), *vs = malloc(sizeof(float) * CAP * kvw);
+    float *k_cache = malloc(sizeof(float) * CAP * kvw), *v_cache = malloc(sizeof(float) * CAP * kvw);
+    float *q = malloc(sizeof(float) * CAP * qw), *out = malloc(sizeof(float) * CAP * qw);
+    float *qn = malloc(sizeof(float) * HD), *kn = malloc(sizeof(float) * HD), *inv_freq = malloc(sizeof(float) * NROT);
+    double *ref = malloc(sizeof(double) * qw);
+    for (size_t i = 0; i < CAP * qf; i++)
         q_full[i] = q_orig[i] = (float)normal();
-    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+    for (size_t i = 0; i < CAP * kvw; i++) {
         ks[i] = (float)normal();
         vs[i] = (float)normal();
     }
-    for (int i = 0; i < HD; i++) {
+    for (uint32_t i = 0; i < HD; i++) {
         qn[i] = (float)(1 + 0.1 * normal());
         kn[i] = (float)(1 + 0.1 * normal());
     }
@@ -253,23 +268,23 @@ static void test_attention(gufo_x_pool *pool)
     float *scratch = aligned_alloc(64, (per_thread * gufo_x_pool_threads(pool) * sizeof(float) + 63) / 64 * 64);
     qwen35_gated_attention(&s, qn, kn, N1, 0, q_full, ks, vs, k_cache, v_cache, CAP, q, out, scratch, per_thread,
                            pool);
-    qwen35_gated_attention(&s, qn, kn, N2, N1, q_full + (size_t)N1 * 2 * H * HD, ks + (size_t)N1 * HKV * HD,
-                           vs + (size_t)N1 * HKV * HD, k_cache, v_cache, CAP, q + (size_t)N1 * H * HD,
-                           out + (size_t)N1 * H * HD, scratch, per_thread, pool);
+    qwen35_gated_attention(&s, qn, kn, N2, N1, q_full + N1 * qf, ks + N1 * kvw, vs + N1 * kvw, k_cache, v_cache, CAP,
+                           q + N1 * qw, out + N1 * qw, scratch, per_thread, pool);
     double worst = 0, scale = 0;
     for (uint32_t r = 0; r < N1 + N2; r++) {
-        double ref[H * HD];
-        reference_row(q_orig + (size_t)r * 2 * H * HD, ks, vs, qn, kn, inv_freq, r, ref);
-        for (int i = 0; i < H * HD; i++) {
-            worst = fmax(worst, fabs(ref[i] - out[(size_t)r * H * HD + i]));
+        reference_row(c, q_orig + r * qf, ks, vs, qn, kn, inv_freq, r, ref);
+        for (size_t i = 0; i < qw; i++) {
+            worst = fmax(worst, fabs(ref[i] - out[r * qw + i]));
             scale = fmax(scale, fabs(ref[i]));
         }
     }
-    /* Bound: float rounding of 32-term dots, the softmax over <= 18 keys and
-     * the float angles: 1e-5 of the largest output (measured ~1e-7). */
-    CHECK(worst <= 1e-5 * scale, "gated attention: %.3g from double (scale %.3g)", worst, scale);
-    printf("gated attention: max |d| vs double %.2e (scale %.2f)\n", worst, scale);
-    free(scratch);
+    /* Bound: float rounding of the head-size dots, the softmax over <= 18
+     * keys and the float angles: 1e-5 of the largest output (measured ~2e-7). */
+    CHECK(worst <= 1e-5 * scale, "gated attention %u/%u x %u: %.3g from double (scale %.3g)", H, HKV, HD, worst, scale);
+    printf("gated attention %u/%u heads of %u, RoPE over %u: max |d| vs double %.2e (scale %.2f)\n", H, HKV, HD, NROT,
+           worst, scale);
+    free(scratch), free(q_full), free(q_orig), free(ks), free(vs), free(k_cache), free(v_cache), free(q), free(out);
+    free(qn), free(kn), free(inv_freq), free(ref);
 }
 
 int main(void)
@@ -280,9 +295,12 @@ int main(void)
         fprintf(stderr, "pool: %s\n", err.message);
         return 1;
     }
-    test_delta_rule();
+    test_delta_rule(16, 16);
+    test_delta_rule(128, 128); /* Qwen3.8-27B's Gated DeltaNet heads */
     test_conv();
-    test_attention(pool);
+    const att_case tiny = {4, 2, 32, 8}, big = {24, 4, 256, 64}; /* the tiny model's; 27B's */
+    test_attention(pool, &tiny);
+    test_attention(pool, &big);
     gufo_x_pool_destroy(pool);
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
