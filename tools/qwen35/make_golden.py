@@ -536,7 +536,8 @@ def selftest(path):
     expect = {"model.embed_tokens.weight": [V, D], "model.norm.weight": [D]}
     if not cfg["tie_word_embeddings"]:
         expect["lm_head.weight"] = [V, D]
-    blocks = [(f"model.layers.{i}.", t) for i, t in enumerate(cfg["layer_types"])]
+    mtp_only = cfg["mtp_num_hidden_layers"] > 0 and "blk.0.attn_norm.weight" not in tensors  # the --mtp export
+    blocks = [] if mtp_only else [(f"model.layers.{i}.", t) for i, t in enumerate(cfg["layer_types"])]
     blocks += [(f"mtp.layers.{i}.", "full_attention") for i in range(cfg["mtp_num_hidden_layers"])]
     for p, t in blocks:
         expect.update({p + "input_layernorm.weight": [D], p + "post_attention_layernorm.weight": [D],

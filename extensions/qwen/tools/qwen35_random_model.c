@@ -1,6 +1,6 @@
 /* qwen35_random_model — writes a tiny random-weight Qwen3.5/3.8 GGUF (arch qwen35) in llama.cpp's layout.
  *
- *   qwen_qwen35_random_model --out FILE [--type f32|bf16|q8_0] [--seed N] [--no-mtp] [--tied]
+ *   qwen_qwen35_random_model --out FILE [--type f32|bf16|q8_0] [--seed N] [--no-mtp | --mtp-only] [--tied]
  *
  * The shape is Qwen3.8-27B's structure scaled down: hidden 64, 4 trunk blocks
  * (3 Gated DeltaNet + 1 gated full attention, full_attention_interval 4), one
@@ -11,7 +11,9 @@
  * kernel 4; FFN 128; context 1024; rope theta 1e7; RMS eps 1e-6.
  *
  * Names, shapes and keys are those llama.cpp's convert_hf_to_gguf.py writes for
- * Qwen3_5ForCausalLM (see src/qwen35/weights.h); every matrix's input size is a
+ * Qwen3_5ForCausalLM (see src/qwen35/weights.h); --mtp-only writes what its
+ * --mtp export does (the MTP draft file: token_embd, output_norm, output and
+ * the MTP block, with the same values as the full file of the same seed); every matrix's input size is a
  * multiple of 32, so Q8_0 covers them all. Vectors (norms, conv taps, ssm_a,
  * ssm_dt) are F32 whatever --type says, as llama-quantize leaves them.
  *
@@ -86,6 +88,7 @@ static double normal(void)
 typedef struct writer_ctx {
     gufo_gguf_writer *w;
     gufo_tensor_type matrix_type;
+    bool skip; /* draw the values (so later tensors keep theirs) but leave the tensor out */
     int failed;
 } writer_ctx;
 
@@ -100,6 +103,8 @@ static void check(writer_ctx *c, gufo_status st, const char *what)
 /* A float tensor of `n` values ([cols] or [cols, rows]), always F32. */
 static void add_f32(writer_ctx *c, const char *name, const float *v, uint64_t cols, uint64_t rows)
 {
+    if (c->skip)
+        return;
     const uint64_t dims[2] = {cols, rows};
     check(c, gufo_gguf_writer_add_tensor(c->w, name, GUFO_TENSOR_F32, rows ? 2 : 1, dims, v), name);
 }
@@ -118,9 +123,11 @@ static void add_matrix(writer_ctx *c, const char *name, uint64_t cols, uint64_t 
     }
     for (uint64_t i = 0; i < cols * rows; i++)
         v[i] = (float)(std * normal());
-    check(c, gufo_tensor_quantize(c->matrix_type, v, q, cols * rows), name);
-    const uint64_t dims[2] = {cols, rows};
-    check(c, gufo_gguf_writer_add_tensor(c->w, name, c->matrix_type, 2, dims, q), name);
+    if (!c->skip) {
+        check(c, gufo_tensor_quantize(c->matrix_type, v, q, cols * rows), name);
+        const uint64_t dims[2] = {cols, rows};
+        check(c, gufo_gguf_writer_add_tensor(c->w, name, c->matrix_type, 2, dims, q), name);
+    }
     free(v);
     free(q);
 }
@@ -256,14 +263,15 @@ static void add_vocabulary(writer_ctx *c)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: qwen_qwen35_random_model --out FILE [--type f32|bf16|q8_0] [--seed N] [--no-mtp] [--tied]\n");
+    fprintf(f, "usage: qwen_qwen35_random_model --out FILE [--type f32|bf16|q8_0] [--seed N] [--no-mtp | --mtp-only] "
+               "[--tied]\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *out = NULL, *type_name = "f32";
     uint64_t seed = 20260502;
-    bool mtp = true, tied = false;
+    bool mtp = true, mtp_only = false, tied = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
@@ -273,6 +281,8 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--no-mtp") == 0)
             mtp = false;
+        else if (strcmp(argv[i], "--mtp-only") == 0)
+            mtp_only = true;
         else if (strcmp(argv[i], "--tied") == 0)
             tied = true;
         else if (strcmp(argv[i], "--help") == 0) {
@@ -298,7 +308,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "qwen35_random_model: --type %s: expected f32, bf16 or q8_0\n", type_name);
         return 2;
     }
-    if (!out) {
+    if (!out || (mtp_only && !mtp)) {
         usage(stderr);
         return 2;
     }
@@ -337,6 +347,7 @@ int main(int argc, char **argv)
     add_vocabulary(&c);
 
     add_matrix(&c, "token_embd.weight", HIDDEN, VOCAB, tied ? 4.0 / sqrt(HIDDEN) : 1.0);
+    c.skip = mtp_only;
     for (int il = 0; il < TRUNK; il++) {
         add_common(&c, il);
         if ((il + 1) % INTERVAL != 0)
@@ -344,6 +355,7 @@ int main(int argc, char **argv)
         else
             add_attention(&c, il);
     }
+    c.skip = false;
     if (mtp) {
         char n[96];
         add_common(&c, TRUNK);

@@ -350,6 +350,9 @@ static gufo_status trunk(qwen35_engine *e, const rows_view *rows, const int32_t 
 {
     const qwen35_hparams *hp = e->hp;
     const uint32_t D = hp->n_embd, n = rows->n;
+    if (e->w->mtp_only)
+        return gufo_error_set(err, GUFO_E_UNSUPPORTED, "qwen35: this file holds only the MTP block (llama.cpp's --mtp "
+                                                       "export); the trunk runs from the model's own file");
     gufo_status s = check_rows(e, rows, tokens, false, err);
     if (s != GUFO_OK)
         return s;

@@ -71,7 +71,8 @@ void qwen35_engine_free(qwen35_engine *e);
  * Runs `n` tokens of `st` at positions st->n_past, st->n_past + 1, ... and
  * advances it. Logits go to e->logits: every row's when `all_logits`, else the
  * last row's in row 0. e->hidden holds every row's normalised output (the
- * MTP block's input). GUFO_E_INVALID_ARGUMENT (token out of the vocabulary,
+ * MTP block's input). GUFO_E_UNSUPPORTED for an MTP-only file (weights.h).
+ * GUFO_E_INVALID_ARGUMENT (token out of the vocabulary,
  * more rows than the scratch, all logits of more than max_logit_rows rows,
  * past the caches' capacity) before any change;
  * GUFO_E_INTERNAL when a product fails.

@@ -210,7 +210,9 @@ static bool walk(walker *k, const qwen35_hparams *hp)
         return false;
     if (!has_output)
         w->output = w->token_embd;
-    for (uint32_t il = 0; il < hp->n_layer; il++) {
+    gufo_tensor_info probe;
+    w->mtp_only = hp->n_nextn > 0 && gufo_gguf_find_tensor(k->gguf, "blk.0.attn_norm.weight", &probe) != GUFO_OK;
+    for (uint32_t il = 0; !w->mtp_only && il < hp->n_layer; il++) {
         qwen35_layer one, *L = k->w ? &w->layers[il] : &one;
         memset(L, 0, sizeof *L);
         L->recurrent = hp->recurrent[il];

@@ -18,6 +18,12 @@
  * blk.N.nextn.eh_proj [2D, D], blk.N.nextn.enorm / hnorm [D] and the optional
  * blk.N.nextn.embed_tokens, shared_head_head [D, vocab], shared_head_norm [D].
  *
+ * The converter writes the model as one file (trunk + MTP block), as a trunk
+ * alone (--no-mtp: no nextn_predict_layers, block_count = trunk) or as an
+ * MTP-only draft file (--mtp, "mtp-<name>.gguf": the same keys, token_embd,
+ * output_norm, output and the MTP block, no trunk blocks). As in llama.cpp, a
+ * file with an MTP block and no blk.0.attn_norm.weight is MTP-only.
+ *
  * The converter folds Qwen3.5's (1 + w) RMSNorm weights into the stored
  * values (all norms but ssm_norm), turns A_log into ssm_a = -exp(A_log), and
  * stores the value heads of a Gated DeltaNet block *tiled* over the key
@@ -73,6 +79,7 @@ typedef struct qwen35_weights {
     const float *output_norm;
     qwen35_layer *layers;             /* n_layer */
     bool has_mtp;
+    bool mtp_only;                    /* an MTP draft file: no trunk blocks (layers unused) */
     qwen35_mtp_weights mtp;
     float **owned;                    /* the float32 copies, freed by qwen35_weights_free */
     size_t n_owned;

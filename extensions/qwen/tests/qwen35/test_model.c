@@ -24,7 +24,8 @@
  *    decoding (F32, Q8_0 with int8 activations);
  *  - MTP: the block over 40 rows in one call equals 40 single-row calls, bit
  *    for bit (the attention kernel and float products do not depend on how
- *    rows are grouped);
+ *    rows are grouped); an MTP-only file (llama.cpp's --mtp export) gives
+ *    the full file's MTP logits and refuses a trunk pass;
  *  - references in the golden directory (tools/qwen35/make_golden.py): the
  *    trunk's logits from one prefill and from decodes, and the MTP block's,
  *    against the recorded rows within 1e-4 x max|logit|, and every
@@ -698,6 +699,49 @@ static void test_reference(const char *json_path, const char *dir)
     unload(&m);
 }
 
+/* llama.cpp's --mtp export: the MTP block in a file of its own, fed the
+ * trunk's hidden rows from the full file, gives the full file's MTP logits. */
+static void test_mtp_only(const char *tool, const char *dir, const char *full_path)
+{
+    char cmd[4096], path[1024];
+    snprintf(path, sizeof path, "%s/mtp-tiny-f32.gguf", dir);
+    snprintf(cmd, sizeof cmd, "'%s' --type f32 --mtp-only --out '%s'", tool, path);
+    model full, draft;
+    if (system(cmd) != 0 || !load(full_path, 1, &full) || !load(path, 1, &draft)) {
+        CHECK(false, "%s does not load", path);
+        return;
+    }
+    enum { ROWS = 20 };
+    const uint32_t V = full.hp.n_vocab, D = full.hp.n_embd;
+    make_tokens(V);
+    float *hidden = malloc(sizeof(float) * ROWS * D), *want = malloc(sizeof(float) * ROWS * V);
+    qwen35_state a, b;
+    gufo_error err = {0};
+    CHECK(draft.w.mtp_only && !full.w.mtp_only, "the MTP-only file is recognised as such");
+    bool ok = qwen35_state_create(&full.hp, true, CAPACITY, &a, &err) == GUFO_OK &&
+              qwen35_state_create(&draft.hp, true, CAPACITY, &b, &err) == GUFO_OK &&
+              qwen35_forward(&full.e, &a, tokens, ROWS, false, &err) == GUFO_OK;
+    if (ok) {
+        memcpy(hidden, full.e.hidden, sizeof(float) * ROWS * D);
+        ok = qwen35_mtp_forward(&full.e, &a, tokens + 1, hidden, ROWS, &err) == GUFO_OK;
+        memcpy(want, full.e.logits, sizeof(float) * ROWS * V);
+    }
+    CHECK(ok, "MTP-only: %s", err.message);
+    if (ok) {
+        CHECK(qwen35_forward(&draft.e, &b, tokens, 1, false, &err) == GUFO_E_UNSUPPORTED,
+              "the trunk of an MTP-only file is refused");
+        CHECK(qwen35_mtp_forward(&draft.e, &b, tokens + 1, hidden, ROWS, &err) == GUFO_OK &&
+                  memcmp(draft.e.logits, want, sizeof(float) * ROWS * V) == 0,
+              "the MTP-only file's MTP logits differ from the full file's");
+        printf("MTP-only file (llama.cpp --mtp layout): %d rows == the full file's MTP, bit for bit\n", ROWS);
+    }
+    qwen35_state_free(&a);
+    qwen35_state_free(&b);
+    free(hidden), free(want);
+    unload(&full);
+    unload(&draft);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -738,6 +782,7 @@ int main(int argc, char **argv)
     test_verify(f32, "f32");
     test_verify(q8, "q8_0 (q8)");
     test_mtp(f32);
+    test_mtp_only(tool, dir, f32);
     if (argc > 3) {
         const char *refs[] = {"tiny-f32.python.json", "tiny-f32.json", "tiny-bf16.json"};
         int found = 0;
