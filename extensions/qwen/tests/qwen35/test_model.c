@@ -6,7 +6,9 @@
  *  - the file's keys and tensors read back as the tool's shape (3 Gated
  *    DeltaNet + 1 attention block, MTP block, tiled value heads);
  *  - broken files are refused with the sentence a user reads (a missing key,
- *    a tensor of the wrong shape, a missing tensor, inconsistent SSM sizes);
+ *    a tensor of the wrong shape, a missing tensor, inconsistent SSM sizes),
+ *    and every qwen35.* integer key set to odd values is refused naming a
+ *    key or tensor, or runs;
  *  - logits of one prefill of 300 tokens (chunked delta rule: four chunks of
  *    64 and one of 44; attention in blocks of 256 rows) equal 300
  *    single-token decodes (recurrent) and a 70-token
@@ -239,6 +241,8 @@ static void check_broken(const char *src, const char *dst, const edit *ed)
     gufo_gguf_writer_destroy(w);
     gufo_gguf_close(in);
     CHECK(st == GUFO_OK, "write %s: %s", dst, err.message);
+    if (!ed->expect)
+        return; /* the caller inspects the file */
     gufo_gguf *g = NULL;
     if (gufo_gguf_open(dst, GUFO_GGUF_OPEN_METADATA, &g, &err) != GUFO_OK) {
         CHECK(false, "reopen %s: %s", dst, err.message);
@@ -250,6 +254,60 @@ static void check_broken(const char *src, const char *dst, const edit *ed)
     CHECK(!ok && strcmp(why, ed->expect) == 0, "broken file: got '%s', expected '%s'", ok ? "(accepted)" : why,
           ed->expect);
     gufo_gguf_close(g);
+}
+
+/* Every qwen35.* integer key set to 0, 1, 3, 4097 and 2^32-1 in turn: each
+ * file is refused with a sentence naming a key or tensor, or loads and runs
+ * a few tokens; none crashes or runs on inconsistent sizes. */
+static void test_mutated_keys(const char *src, const char *dir)
+{
+    static const char *const keys[] = {
+        "qwen35.context_length", "qwen35.embedding_length", "qwen35.block_count", "qwen35.feed_forward_length",
+        "qwen35.attention.head_count", "qwen35.attention.head_count_kv", "qwen35.attention.key_length",
+        "qwen35.attention.value_length", "qwen35.rope.dimension_count", "qwen35.ssm.conv_kernel",
+        "qwen35.ssm.state_size", "qwen35.ssm.group_count", "qwen35.ssm.time_step_rank", "qwen35.ssm.inner_size",
+        "qwen35.full_attention_interval", "qwen35.nextn_predict_layers",
+    };
+    static const uint32_t values[] = {0, 1, 3, 4097, UINT32_MAX};
+    char dst[1024];
+    snprintf(dst, sizeof dst, "%s/mutated.gguf", dir);
+    int refused = 0, ran = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+            const edit ed = {.u32_key = keys[k], .u32_value = values[v]};
+            check_broken(src, dst, &ed);
+            model m;
+            memset(&m, 0, sizeof m);
+            gufo_error err = {0};
+            char why[256] = "";
+            if (gufo_gguf_open(dst, GUFO_GGUF_OPEN_MAP, &m.gguf, &err) != GUFO_OK) {
+                CHECK(false, "%s = %u: the rewritten file does not open", keys[k], values[v]);
+                continue;
+            }
+            if (!qwen35_hparams_read(m.gguf, &m.hp, why, sizeof why) ||
+                !qwen35_weights_check(m.gguf, &m.hp, why, sizeof why)) {
+                CHECK(strstr(why, "key ") || strstr(why, "tensor "), "%s = %u: refused without naming why: '%s'",
+                      keys[k], values[v], why);
+                refused++;
+                gufo_gguf_close(m.gguf);
+                continue;
+            }
+            qwen35_state st;
+            const int32_t toks[3] = {1, 2, 3};
+            const bool ok = qwen35_weights_load(m.gguf, &m.hp, &m.w, &err) == GUFO_OK &&
+                            qwen35_engine_init(&m.e, &m.hp, &m.w, NULL, 4, 4, 16, &err) == GUFO_OK &&
+                            qwen35_state_create(&m.hp, m.w.has_mtp, 16, &st, &err) == GUFO_OK &&
+                            qwen35_forward(&m.e, &st, toks, 3, true, &err) == GUFO_OK;
+            CHECK(ok, "%s = %u: accepted but does not run: %s", keys[k], values[v], err.message);
+            if (ok) {
+                ran++;
+                qwen35_state_free(&st);
+            }
+            qwen35_engine_free(&m.e);
+            qwen35_weights_free(&m.w);
+            gufo_gguf_close(m.gguf);
+        }
+    printf("mutated keys: %d files refused naming a key or tensor, %d accepted and ran\n", refused, ran);
 }
 
 static void test_broken(const char *f32, const char *dir)
@@ -770,6 +828,7 @@ int main(int argc, char **argv)
     test_file_shape(&m);
     unload(&m);
     test_broken(f32, dir);
+    test_mutated_keys(f32, dir);
     test_variant(tool, dir);
     test_prefill_decode(f32, "f32", GUFO_X_CPU_Q8, 1e-4);
     test_prefill_decode(bf16, "bf16", GUFO_X_CPU_Q8, 1e-4);
