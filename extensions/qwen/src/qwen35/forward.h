@@ -1,4 +1,4 @@
-/* qwen35/forward.h — the qwen35 trunk and its MTP block over the rows of one sequence, on the CPU.
+/* qwen35/forward.h — the qwen35 trunk and its MTP block on the CPU: prefill, decode (batched), verify.
  *
  * Per trunk block (llama.cpp's llama_model_qwen35::graph, transformers'
  * Qwen3_5DecoderLayer):
@@ -15,7 +15,8 @@
  *   mixer = W_out (RMSNorm(o_h) * ssm_norm * silu(z_h))
  *
  * then `output_norm` and the output matrix. A prefill of several rows runs the
- * chunked delta rule; a single row (decode) the recurrent one.
+ * chunked delta rule; a decode row, and every row of a verify pass, the
+ * recurrent one.
  *
  * MTP (llama.cpp's graph_mtp): for a row with trunk output hidden h (after
  * output_norm) and the next token t,
@@ -50,7 +51,7 @@ struct qwen35_engine {
     float *q_full, *k, *v, *q, *att;  /* attention */
     float *ffn_gate, *ffn_up;
     float *cat;                       /* MTP: [normed embedding | normed hidden] */
-    float *hidden;                    /* output_norm of every row of the last trunk pass (MTP input) */
+    float *hidden;                    /* the last pass's normalised output rows: trunk (MTP input) or MTP */
     float *logits;                    /* [max_logit_rows][vocab] */
     float *attention_scratch, *delta_work, *matmul_scratch;
     size_t attention_scratch_floats, delta_work_floats, matmul_scratch_bytes;
