@@ -20,21 +20,6 @@ double host_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-const char *host_tg_missing_slot(const gufo_text_generation_iface *tg, bool chat)
-{
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, get_info)) return "get_info";
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, tokenize)) return "tokenize";
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, detokenize)) return "detokenize";
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, token_attr)) return "token_attr";
-    if (chat && !HOST_IFACE_HAS(tg, gufo_text_generation_iface, render_chat)) return "render_chat";
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, session_create)) return "session_create";
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, session_destroy)) return "session_destroy";
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, session_length)) return "session_length";
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, prefill)) return "prefill";
-    if (!HOST_IFACE_HAS(tg, gufo_text_generation_iface, decode)) return "decode";
-    return NULL;
-}
-
 static gufo_status (*driver_of(const gufo_provider *p, host_driver_kind kind))(gufo_model *, const gufo_command_io *,
                                                                                 gufo_error *)
 {
@@ -42,8 +27,8 @@ static gufo_status (*driver_of(const gufo_provider *p, host_driver_kind kind))(g
     if (!d)
         return NULL;
     if (kind == HOST_DRIVER_CHAT)
-        return d->struct_size >= offsetof(gufo_command_drivers, chat) + sizeof d->chat ? d->chat : NULL;
-    return d->struct_size >= offsetof(gufo_command_drivers, bench) + sizeof d->bench ? d->bench : NULL;
+        return GUFO_EXT_HAS_FIELD(gufo_command_drivers, d, chat) ? d->chat : NULL;
+    return GUFO_EXT_HAS_FIELD(gufo_command_drivers, d, bench) ? d->bench : NULL;
 }
 
 int host_loaded_open(const host_context *ctx, const cli_args *args, const char *command, host_driver_kind kind,
@@ -60,15 +45,8 @@ int host_loaded_open(const host_context *ctx, const cli_args *args, const char *
         return rc;
     const gufo_provider *p = out->m.provider.provider;
     out->driver = driver_of(p, kind);
-    if (!out->driver) {
-        const gufo_text_generation_iface *tg = p->iface;
-        const char *missing = tg ? host_tg_missing_slot(tg, kind == HOST_DRIVER_CHAT) : "the interface itself";
-        if (missing) {
-            host_error("%s: the text_generation interface lacks '%s'", p->id, missing);
-            return HOST_EXIT_FAILURE;
-        }
-        out->tg = tg;
-    }
+    if (!out->driver)
+        out->tg = p->iface; /* the registry checked its required slots when the provider loaded */
 
     if (gufo_cancel_create(&out->cancel) != GUFO_OK) {
         host_error("out of memory");

@@ -19,9 +19,6 @@
 #include "command.h"
 #include "model_loader.h"
 
-/* True when the provider's interface struct is big enough to hold `slot` and the slot is set. */
-#define HOST_IFACE_HAS(iface, type, slot) \
-    ((iface)->struct_size >= offsetof(type, slot) + sizeof((iface)->slot) && (iface)->slot != NULL)
 
 /** Which command driver a provider may bring. */
 typedef enum host_driver_kind { HOST_DRIVER_CHAT, HOST_DRIVER_BENCH } host_driver_kind;
@@ -40,9 +37,9 @@ typedef struct host_loaded {
 /**
  * Selects and creates the model of --model for `command` from the options
  * "model", "threads", "memory-budget" and (when the table has it) "context".
- * When the provider has no driver for `kind`, also checks that its
- * text_generation interface has every slot the generic loop needs (chat: also
- * render_chat) and fills `info`. Prints errors; returns HOST_EXIT_*.
+ * When the provider has no driver for `kind`, the generic loop drives its
+ * text_generation interface (whose required slots the registry checked when
+ * the provider loaded) and `info` is filled. Prints errors; returns HOST_EXIT_*.
  */
 int host_loaded_open(const host_context *ctx, const cli_args *args, const char *command, host_driver_kind kind,
                      bool verbose, host_loaded *out);
@@ -52,9 +49,6 @@ int host_loaded_run_driver(const host_loaded *l, const cli_args *args, const cha
 
 /** Destroys the model, removes the Ctrl-C handler, frees the cancel token. */
 void host_loaded_close(host_loaded *l);
-
-/** The slot a generic step loop needs that `tg` lacks, or NULL. `chat` also needs render_chat. */
-const char *host_tg_missing_slot(const gufo_text_generation_iface *tg, bool chat);
 
 /**
  * Tokenizes `len` bytes (PARSE_SPECIAL | ADD_SPECIAL), growing the buffer when

@@ -618,12 +618,12 @@ static int setup_run(bench_run *b, const host_loaded *l, const bench_plan *plan)
     b->rng = plan->seed;
     b->progress_tty = isatty(STDERR_FILENO) == 1;
     b->can_truncate = (l->info.cache_caps & GUFO_CACHE_TRUNCATE) &&
-                      HOST_IFACE_HAS(b->tg, gufo_text_generation_iface, truncate);
+                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, truncate);
     b->can_snapshot = (l->info.cache_caps & GUFO_CACHE_SNAPSHOT) &&
-                      HOST_IFACE_HAS(b->tg, gufo_text_generation_iface, snapshot) &&
-                      HOST_IFACE_HAS(b->tg, gufo_text_generation_iface, restore) &&
-                      HOST_IFACE_HAS(b->tg, gufo_text_generation_iface, snapshot_destroy) &&
-                      HOST_IFACE_HAS(b->tg, gufo_text_generation_iface, snapshot_length);
+                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, snapshot) &&
+                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, restore) &&
+                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, snapshot_destroy) &&
+                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, snapshot_length);
     uint32_t deepest = 0;
     for (size_t i = 0; i < plan->n_depths; i++)
         deepest = plan->depths[i] > deepest ? plan->depths[i] : deepest;

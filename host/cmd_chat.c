@@ -842,16 +842,16 @@ static int run_generic(const host_loaded *l, const cli_args *args, const gufo_sa
     }
     c.context = wanted ? wanted : l->info.context_length;
     c.can_truncate = (l->info.cache_caps & GUFO_CACHE_TRUNCATE) &&
-                     HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, truncate);
+                     GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, truncate);
     c.can_snapshot = (l->info.cache_caps & GUFO_CACHE_SNAPSHOT) &&
-                     HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, snapshot) &&
-                     HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, restore) &&
-                     HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, snapshot_destroy) &&
-                     HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, snapshot_length);
-    c.has_parser = HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, tool_parser_create) &&
-                   HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, tool_parser_feed) &&
-                   HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, tool_parser_finish) &&
-                   HOST_IFACE_HAS(c.tg, gufo_text_generation_iface, tool_parser_destroy);
+                     GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, snapshot) &&
+                     GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, restore) &&
+                     GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, snapshot_destroy) &&
+                     GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, snapshot_length);
+    c.has_parser = GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, tool_parser_create) &&
+                   GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, tool_parser_feed) &&
+                   GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, tool_parser_finish) &&
+                   GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, tool_parser_destroy);
     if (strcmp(c.reuse, "snapshot") == 0 && !c.can_snapshot) {
         host_error("%s cannot snapshot sessions; use --reuse auto or off", c.id);
         return HOST_EXIT_FAILURE;

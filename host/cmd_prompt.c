@@ -138,7 +138,7 @@ static char *join_words(char *const *words, int n)
 static const gufo_command_drivers *prompt_driver(const gufo_provider *p)
 {
     const gufo_command_drivers *d = p->drivers;
-    if (!d || d->struct_size < offsetof(gufo_command_drivers, prompt) + sizeof d->prompt || !d->prompt)
+    if (!d || !GUFO_EXT_HAS_SLOT(gufo_command_drivers, d, prompt))
         return NULL;
     return d;
 }

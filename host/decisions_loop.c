@@ -9,8 +9,6 @@
 
 #include "report.h"
 
-#define IFACE_HAS(iface, type, slot) \
-    ((iface)->struct_size >= offsetof(type, slot) + sizeof((iface)->slot) && (iface)->slot != NULL)
 
 /* How many of the best labels --verbose shows per input. */
 #define VERBOSE_TOP 3
@@ -40,10 +38,7 @@ int host_decisions_run(const gufo_provider *provider, gufo_model *model, char *c
                        const gufo_cancel *cancel, bool verbose, FILE *out)
 {
     const gufo_decisions_iface *iface = provider->iface;
-    if (!iface || !IFACE_HAS(iface, gufo_decisions_iface, get_info) || !IFACE_HAS(iface, gufo_decisions_iface, decide)) {
-        host_error("%s: the provider registered an incomplete decisions interface", provider->id);
-        return HOST_EXIT_FAILURE;
-    }
+    /* The registry checked get_info and decide when the provider loaded. */
     gufo_decisions_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;

@@ -9,8 +9,6 @@
 
 #include "report.h"
 
-#define IFACE_HAS(iface, type, slot) \
-    ((iface)->struct_size >= offsetof(type, slot) + sizeof((iface)->slot) && (iface)->slot != NULL)
 
 static void print_vector(FILE *out, const float *v, uint32_t dim)
 {
@@ -24,10 +22,7 @@ int host_embeddings_run(const gufo_provider *provider, gufo_model *model, char *
                         const gufo_cancel *cancel, bool verbose, FILE *out)
 {
     const gufo_embeddings_iface *iface = provider->iface;
-    if (!iface || !IFACE_HAS(iface, gufo_embeddings_iface, get_info) || !IFACE_HAS(iface, gufo_embeddings_iface, embed)) {
-        host_error("%s: the provider registered an incomplete embeddings interface", provider->id);
-        return HOST_EXIT_FAILURE;
-    }
+    /* The registry checked get_info and embed when the provider loaded. */
     gufo_embeddings_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;

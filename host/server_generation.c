@@ -7,9 +7,6 @@
 #include <string.h>
 #include <gufo/host/text_buffer.h>
 
-/* True when the provider's interface struct is big enough to hold `slot` and the slot is set. */
-#define IFACE_HAS(iface, type, slot) \
-    ((iface)->struct_size >= offsetof(type, slot) + sizeof((iface)->slot) && (iface)->slot != NULL)
 
 /* How long one wait for the scheduler lasts before the socket is checked for a hang-up. */
 #define WAIT_SLICE_MS 50
@@ -22,10 +19,10 @@ void srv_new_id(srv_app *app, const char *prefix, char *out, size_t cap)
 
 static bool has_tool_parser(const gufo_text_generation_iface *tg)
 {
-    return IFACE_HAS(tg, gufo_text_generation_iface, tool_parser_create) &&
-           IFACE_HAS(tg, gufo_text_generation_iface, tool_parser_feed) &&
-           IFACE_HAS(tg, gufo_text_generation_iface, tool_parser_finish) &&
-           IFACE_HAS(tg, gufo_text_generation_iface, tool_parser_destroy);
+    return GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, tool_parser_create) &&
+           GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, tool_parser_feed) &&
+           GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, tool_parser_finish) &&
+           GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, tool_parser_destroy);
 }
 
 /* Tokenizes `text` the way `gufo prompt` does (specials parsed, BOS added). */

@@ -14,9 +14,6 @@
 #include <gufo/host/memory.h>
 #include <gufo/host/text_buffer.h>
 
-/* True when the provider's interface struct is big enough to hold `slot` and the slot is set. */
-#define IFACE_HAS(iface, type, slot) \
-    ((iface)->struct_size >= offsetof(type, slot) + sizeof((iface)->slot) && (iface)->slot != NULL)
 
 /* Prefill chunk when the provider accepts any size: bounded so one long prompt
  * cannot hold the decode streams for more than one modest step. */
@@ -340,21 +337,6 @@ static size_t stop_holdback(const srv_job *job)
 }
 
 /* ---- the scheduler --------------------------------------------------------- */
-
-static const char *missing_slot(const gufo_text_generation_iface *tg)
-{
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, get_info)) return "get_info";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, tokenize)) return "tokenize";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, detokenize)) return "detokenize";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, token_attr)) return "token_attr";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, render_chat)) return "render_chat";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_create)) return "session_create";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_destroy)) return "session_destroy";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_length)) return "session_length";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, prefill)) return "prefill";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, decode)) return "decode";
-    return NULL;
-}
 
 void srv_sched_read_stats(srv_sched *s, srv_sched_stats *out)
 {
@@ -986,11 +968,6 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
 {
     *out = NULL;
     const gufo_text_generation_iface *tg = config->provider->iface;
-    const char *missing = tg ? missing_slot(tg) : "the whole interface";
-    if (missing) {
-        host_error("%s: the text_generation interface lacks '%s'", config->provider->id, missing);
-        return HOST_EXIT_FAILURE;
-    }
     srv_sched *s = calloc(1, sizeof *s);
     if (!s) {
         host_error("out of memory");
@@ -1023,11 +1000,12 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
         s->config.max_sessions = s->info.max_sessions;
     if (s->config.max_sessions == 0)
         s->config.max_sessions = 1;
-    s->can_truncate = (s->info.cache_caps & GUFO_CACHE_TRUNCATE) && IFACE_HAS(tg, gufo_text_generation_iface, truncate);
+    s->can_truncate =
+        (s->info.cache_caps & GUFO_CACHE_TRUNCATE) && GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, truncate);
     s->can_fork = s->can_truncate && (s->info.cache_caps & GUFO_CACHE_SNAPSHOT) &&
-                  IFACE_HAS(tg, gufo_text_generation_iface, snapshot) &&
-                  IFACE_HAS(tg, gufo_text_generation_iface, restore) &&
-                  IFACE_HAS(tg, gufo_text_generation_iface, snapshot_destroy);
+                  GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, snapshot) &&
+                  GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, restore) &&
+                  GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, snapshot_destroy);
     s->cache = srv_cache_create(tg, config->model, config->cache_sessions, s->info.session_bytes_per_token);
     if (gufo_text_buffer_create(0, &s->piece) != GUFO_OK || !s->cache) {
         host_error("out of memory");

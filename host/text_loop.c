@@ -15,9 +15,6 @@
  * costs a rollback; the provider may always return fewer. */
 #define SPECULATIVE_MAX_DRAFT 4
 
-/* True when the provider's interface struct is big enough to hold `slot` and the slot is set. */
-#define IFACE_HAS(iface, type, slot) \
-    ((iface)->struct_size >= offsetof(type, slot) + sizeof((iface)->slot) && (iface)->slot != NULL)
 
 static double now_seconds(void)
 {
@@ -46,32 +43,18 @@ typedef struct generation {
     gufo_token end_token;        /* the token that ended generation, when the model ended it */
 } generation;
 
-static const char *missing_slot(const gufo_text_generation_iface *tg, bool chat)
-{
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, get_info)) return "get_info";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, tokenize)) return "tokenize";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, detokenize)) return "detokenize";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, token_attr)) return "token_attr";
-    if (chat && !IFACE_HAS(tg, gufo_text_generation_iface, render_chat)) return "render_chat";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_create)) return "session_create";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_destroy)) return "session_destroy";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, session_length)) return "session_length";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, prefill)) return "prefill";
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, decode)) return "decode";
-    return NULL;
-}
-
 /* The speculative interface when it offers `method`, else NULL. */
 static const gufo_speculative_iface *speculative_for(const gufo_text_generation_iface *tg, const char *method)
 {
     if (!method || strcmp(method, "off") == 0)
         return NULL;
-    if (!IFACE_HAS(tg, gufo_text_generation_iface, speculative))
+    if (!GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, speculative))
         return NULL;
     const gufo_speculative_iface *spec = tg->speculative;
-    if (!IFACE_HAS(spec, gufo_speculative_iface, draft) || !IFACE_HAS(spec, gufo_speculative_iface, verify))
+    if (!GUFO_EXT_HAS_SLOT(gufo_speculative_iface, spec, draft) ||
+        !GUFO_EXT_HAS_SLOT(gufo_speculative_iface, spec, verify))
         return NULL;
-    if (spec->struct_size < offsetof(gufo_speculative_iface, n_methods) + sizeof spec->n_methods)
+    if (!GUFO_EXT_HAS_FIELD(gufo_speculative_iface, spec, n_methods))
         return NULL;
     for (size_t i = 0; i < spec->n_methods; i++)
         if (strcmp(spec->methods[i], method) == 0)
@@ -329,11 +312,6 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
     const gufo_text_generation_iface *tg = provider->iface;
     if (!tg) {
         host_error("%s: the provider registered no text_generation interface", provider->id);
-        return HOST_EXIT_FAILURE;
-    }
-    const char *missing = missing_slot(tg, req->chat);
-    if (missing) {
-        host_error("%s: the text_generation interface lacks '%s'", provider->id, missing);
         return HOST_EXIT_FAILURE;
     }
     const gufo_speculative_iface *spec = speculative_for(tg, req->speculative);

@@ -13,7 +13,15 @@
 #include <stdint.h>
 
 #include <gufo/ext/memory.h>
+#include <gufo/ext/provider.h>
 #include <gufo/ext/status.h>
+
+/* ---- Required interface slots (required_slots.c) ----------------------- */
+
+/* The name of the first slot that `capability` requires and `iface` (which
+ * starts with its struct_size) lacks, NULL or past its struct_size; NULL
+ * when none is missing or the capability requires none yet. */
+const char *gufo__missing_required_slot(gufo_capability capability, const void *iface);
 
 /* ---- Device backend (device.c) ----------------------------------------- */
 

@@ -230,6 +230,14 @@ static bool registered_matches_manifest(const gufo_provider_decl *decl, const gu
                    missing);
         return false;
     }
+    const char *slot = gufo__missing_required_slot(p->capability, p->iface);
+    if (slot) {
+        set_reason(reason,
+                   "provider '%s': its %s interface lacks the required slot '%s' (NULL, or past the struct_size "
+                   "it was built with)",
+                   id, capability_text(p->capability), slot);
+        return false;
+    }
     return true;
 }
 

@@ -47,11 +47,11 @@ static char *{{ cookiecutter.extension_name }}_call_json(const gufo_tool_call *c
 
 gufo_status {{ cookiecutter.extension_name }}_render_chat(const gufo_chat *chat, gufo_text_buffer *out, gufo_error *err)
 {
-    if (!chat || !out || !{{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_chat, chat, n_messages) || (!chat->messages && chat->n_messages))
+    if (!chat || !out || !GUFO_EXT_HAS_FIELD(gufo_chat, chat, n_messages) || (!chat->messages && chat->n_messages))
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "{{ cookiecutter.extension_name }} render_chat: no chat or no output buffer");
-    const char *tools_json = {{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_chat, chat, tools_json) ? chat->tools_json : NULL;
+    const char *tools_json = GUFO_EXT_HAS_FIELD(gufo_chat, chat, tools_json) ? chat->tools_json : NULL;
     const bool add_generation_prompt =
-        {{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_chat, chat, add_generation_prompt) && chat->add_generation_prompt;
+        GUFO_EXT_HAS_FIELD(gufo_chat, chat, add_generation_prompt) && chat->add_generation_prompt;
 
     /* Check everything before writing anything, so a refused chat leaves
      * `out` as it was. */

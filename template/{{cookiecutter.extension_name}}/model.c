@@ -84,7 +84,7 @@ static uint64_t {{ cookiecutter.extension_name }}_fnv1a64(const void *data, size
 
 gufo_status {{ cookiecutter.extension_name }}_model_load(const gufo_model_params *params, {{ cookiecutter.extension_name }}_model **out, gufo_error *err)
 {
-    if (!params || !out || !{{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_model_params, params, memory) || !params->path ||
+    if (!params || !out || !GUFO_EXT_HAS_FIELD(gufo_model_params, params, memory) || !params->path ||
         !params->memory)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "{{ cookiecutter.extension_name }}: model parameters lack a path or memory pool");
     *out = NULL;
@@ -106,7 +106,7 @@ gufo_status {{ cookiecutter.extension_name }}_model_load(const gufo_model_params
     status = gufo_gguf_tensor_data(gguf, &facts.output, &data, err);
     if (status != GUFO_OK)
         goto fail;
-    status = gufo_cancel_check({{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_model_params, params, cancel) ? params->cancel : NULL, err);
+    status = gufo_cancel_check(GUFO_EXT_HAS_FIELD(gufo_model_params, params, cancel) ? params->cancel : NULL, err);
     if (status != GUFO_OK)
         goto fail;
 
@@ -141,7 +141,7 @@ gufo_status {{ cookiecutter.extension_name }}_model_load(const gufo_model_params
     model->file_size = gufo_gguf_file_size(gguf);
     /* Host wishes (0 = "provider decides"); a host built against an older
      * header may not have the fields at all. */
-#define {{ cookiecutter.extension_name|upper }}_PARAM(field) ({{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_model_params, params, field) ? params->field : 0)
+#define {{ cookiecutter.extension_name|upper }}_PARAM(field) (GUFO_EXT_HAS_FIELD(gufo_model_params, params, field) ? params->field : 0)
     uint32_t want_context = {{ cookiecutter.extension_name|upper }}_PARAM(context_length);
     uint32_t want_sessions = {{ cookiecutter.extension_name|upper }}_PARAM(max_sessions);
     uint32_t want_batch = {{ cookiecutter.extension_name|upper }}_PARAM(max_batch);

@@ -54,12 +54,6 @@ _Static_assert({{ cookiecutter.extension_name|upper }}_N_VOCAB >= {{ cookiecutte
 /* Most sessions one decode() call may carry unless the host asks for fewer. */
 #define {{ cookiecutter.extension_name|upper }}_MAX_BATCH 64
 
-/* True when a struct the host filled (it sets struct_size to the size it was
- * compiled with) is large enough to contain `field`. Structs only grow at the
- * end, so this is how a newer extension reads an older host's struct. */
-#define {{ cookiecutter.extension_name|upper }}_HAS_FIELD(type, ptr, field) \
-    ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
-
 /** What a valid file says about itself (filled by {{ cookiecutter.extension_name }}_inspect). */
 typedef struct {{ cookiecutter.extension_name }}_facts {
     uint32_t context_length;

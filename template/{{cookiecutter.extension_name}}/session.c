@@ -41,7 +41,7 @@ gufo_status {{ cookiecutter.extension_name }}_session_create(gufo_model *handle,
     if (!model || !out)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "{{ cookiecutter.extension_name }} session_create: NULL model or output");
     uint32_t context = model->context_length;
-    if (params && {{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_session_params, params, context_length) && params->context_length) {
+    if (params && GUFO_EXT_HAS_FIELD(gufo_session_params, params, context_length) && params->context_length) {
         if (params->context_length > model->context_length)
             return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
                                   "{{ cookiecutter.extension_name }} session_create: context %u asked, the model holds at most %u",
@@ -139,13 +139,13 @@ gufo_status {{ cookiecutter.extension_name }}_prefill(gufo_model *handle, gufo_t
 gufo_status {{ cookiecutter.extension_name }}_decode(gufo_model *handle, const gufo_decode_batch *batch, gufo_error *err)
 {
     {{ cookiecutter.extension_name }}_model *model = {{ cookiecutter.extension_name }}_from_handle(handle);
-    if (!model || !batch || !{{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
+    if (!model || !batch || !GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
         batch->n_items == 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "{{ cookiecutter.extension_name }} decode: empty batch");
     if (batch->n_items > model->max_batch)
         return gufo_error_set(err, GUFO_E_LIMIT, "{{ cookiecutter.extension_name }} decode: %zu sessions in one step; at most %u",
                               batch->n_items, model->max_batch);
-    const gufo_cancel *cancel = {{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_decode_batch, batch, cancel) ? batch->cancel : NULL;
+    const gufo_cancel *cancel = GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, cancel) ? batch->cancel : NULL;
 
     /* All items advance or none does, so check every item first. */
     for (size_t i = 0; i < batch->n_items; i++) {

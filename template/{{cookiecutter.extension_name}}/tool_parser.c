@@ -38,7 +38,7 @@ static {{ cookiecutter.extension_name }}_tool_parser *{{ cookiecutter.extension_
 }
 
 /* A sink slot is usable when the host's struct has it and it is set. */
-#define {{ cookiecutter.extension_name|upper }}_SINK(sink, slot) ((sink) && {{ cookiecutter.extension_name|upper }}_HAS_FIELD(gufo_output_sink, sink, slot) && (sink)->slot)
+#define {{ cookiecutter.extension_name|upper }}_SINK(sink, slot) ((sink) && GUFO_EXT_HAS_FIELD(gufo_output_sink, sink, slot) && (sink)->slot)
 
 static void {{ cookiecutter.extension_name }}_emit(const gufo_output_sink *sink, {{ cookiecutter.extension_name }}_mode mode, const char *text, size_t len)
 {

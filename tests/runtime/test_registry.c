@@ -7,8 +7,10 @@
 #  define _POSIX_C_SOURCE 200809L /* mkdtemp, rand_r, dup2 */
 #endif
 
-#include <gufo/host/registry.h>
+#include <gufo/ext/embeddings.h>
+#include <gufo/ext/text_generation.h>
 #include <gufo/ext/version.h>
+#include <gufo/host/registry.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +54,103 @@ static void fake_destroy(gufo_model *model)
     (void)model;
 }
 
-static const struct {
-    size_t struct_size;
-} k_iface = {sizeof k_iface};
+/* Interfaces with every slot the registry requires (nothing here calls them:
+ * fake_create never makes a model). */
+static gufo_status fake_text_info(gufo_model *model, gufo_text_model_info *info)
+{
+    (void)model, (void)info;
+    return GUFO_E_UNSUPPORTED;
+}
+
+static gufo_status fake_tokenize(gufo_model *model, const char *text, size_t len, uint32_t flags, gufo_token *out,
+                                 size_t cap, size_t *n_out, gufo_error *err)
+{
+    (void)model, (void)text, (void)len, (void)flags, (void)out, (void)cap, (void)n_out, (void)err;
+    return GUFO_E_UNSUPPORTED;
+}
+
+static gufo_status fake_detokenize(gufo_model *model, gufo_detok_state *state, gufo_token token, bool show_special,
+                                   gufo_text_buffer *out)
+{
+    (void)model, (void)state, (void)token, (void)show_special, (void)out;
+    return GUFO_E_UNSUPPORTED;
+}
+
+static uint32_t fake_token_attr(gufo_model *model, gufo_token token)
+{
+    (void)model, (void)token;
+    return 0;
+}
+
+static gufo_status fake_render_chat(gufo_model *model, const gufo_chat *chat, gufo_text_buffer *out, gufo_error *err)
+{
+    (void)model, (void)chat, (void)out, (void)err;
+    return GUFO_E_UNSUPPORTED;
+}
+
+static gufo_status fake_session_create(gufo_model *model, const gufo_session_params *params, gufo_text_session **out,
+                                       gufo_error *err)
+{
+    (void)model, (void)params, (void)out, (void)err;
+    return GUFO_E_UNSUPPORTED;
+}
+
+static void fake_session_destroy(gufo_model *model, gufo_text_session *session)
+{
+    (void)model, (void)session;
+}
+
+static uint32_t fake_session_length(gufo_model *model, const gufo_text_session *session)
+{
+    (void)model, (void)session;
+    return 0;
+}
+
+static gufo_status fake_prefill(gufo_model *model, gufo_text_session *session, const gufo_token *tokens, size_t n,
+                                const gufo_step_output *output, const gufo_cancel *cancel, gufo_error *err)
+{
+    (void)model, (void)session, (void)tokens, (void)n, (void)output, (void)cancel, (void)err;
+    return GUFO_E_UNSUPPORTED;
+}
+
+static gufo_status fake_decode(gufo_model *model, const gufo_decode_batch *batch, gufo_error *err)
+{
+    (void)model, (void)batch, (void)err;
+    return GUFO_E_UNSUPPORTED;
+}
+
+/* Every required slot but decode. */
+#define FAKE_TEXT_SLOTS_BUT_DECODE                                                                                \
+    .get_info = fake_text_info, .tokenize = fake_tokenize, .detokenize = fake_detokenize,                        \
+    .token_attr = fake_token_attr, .render_chat = fake_render_chat, .session_create = fake_session_create,       \
+    .session_destroy = fake_session_destroy, .session_length = fake_session_length, .prefill = fake_prefill
+
+static const gufo_text_generation_iface k_text_iface = {
+    .struct_size = sizeof k_text_iface, FAKE_TEXT_SLOTS_BUT_DECODE, .decode = fake_decode};
+
+/* Lacks a required slot: decode left NULL. */
+static const gufo_text_generation_iface k_text_iface_no_decode = {
+    .struct_size = sizeof k_text_iface_no_decode, FAKE_TEXT_SLOTS_BUT_DECODE};
+
+/* Built against a struct that ends before render_chat: the slot is not there, whatever lies past it. */
+static const gufo_text_generation_iface k_text_iface_short = {
+    .struct_size = offsetof(gufo_text_generation_iface, render_chat), FAKE_TEXT_SLOTS_BUT_DECODE,
+    .decode = fake_decode};
+
+static gufo_status fake_embed_info(gufo_model *model, gufo_embeddings_info *info)
+{
+    (void)model, (void)info;
+    return GUFO_E_UNSUPPORTED;
+}
+
+static gufo_status fake_embed(gufo_model *model, const gufo_embed_batch *batch, gufo_error *err)
+{
+    (void)model, (void)batch, (void)err;
+    return GUFO_E_UNSUPPORTED;
+}
+
+static const gufo_embeddings_iface k_embed_iface = {
+    .struct_size = sizeof k_embed_iface, .get_info = fake_embed_info, .embed = fake_embed};
 
 static fake g_alpha_text = {"alpha", GUFO_OK, 0};
 static fake g_alpha_embed = {"alpha", GUFO_OK, 0};
@@ -78,7 +174,7 @@ static void fill(gufo_provider *out, const char *id, gufo_capability capability,
     out->probe = fake_probe;
     out->create = fake_create;
     out->destroy = fake_destroy;
-    out->iface = &k_iface;
+    out->iface = capability == GUFO_CAPABILITY_EMBEDDINGS ? (const void *)&k_embed_iface : (const void *)&k_text_iface;
 }
 
 #define PROVIDER_ENTRY(fn, id, capability, keys, n_keys, fake_ptr)                                      \
@@ -105,6 +201,22 @@ static gufo_status no_probe_entry(gufo_extension *ext, gufo_provider *out, gufo_
     (void)ext, (void)err;
     fill(out, "beta-no-probe", GUFO_CAPABILITY_TEXT_GENERATION, k_two_keys, 2, &g_other);
     out->probe = NULL;
+    return GUFO_OK;
+}
+
+static gufo_status no_decode_entry(gufo_extension *ext, gufo_provider *out, gufo_error *err)
+{
+    (void)ext, (void)err;
+    fill(out, "beta-no-decode", GUFO_CAPABILITY_TEXT_GENERATION, k_two_keys, 2, &g_other);
+    out->iface = &k_text_iface_no_decode;
+    return GUFO_OK;
+}
+
+static gufo_status short_iface_entry(gufo_extension *ext, gufo_provider *out, gufo_error *err)
+{
+    (void)ext, (void)err;
+    fill(out, "beta-short-iface", GUFO_CAPABILITY_TEXT_GENERATION, k_two_keys, 2, &g_other);
+    out->iface = &k_text_iface_short;
     return GUFO_OK;
 }
 
@@ -191,7 +303,7 @@ static gufo_extension_decl extension(const char *name, uint32_t minor, uint32_t 
 #define REVISION GUFO_EXT_API_REVISION
 
 static gufo_provider_decl g_alpha_providers[3];
-static gufo_provider_decl g_beta_providers[8];
+static gufo_provider_decl g_beta_providers[10];
 static gufo_provider_decl g_future_providers[1], g_next_minor_providers[1], g_failing_providers[1],
     g_not_built_providers[1];
 static gufo_option_decl g_alpha_options[1];
@@ -226,6 +338,10 @@ static void build_tables(void)
         provider("beta-broken", GUFO_CAPABILITY_TEXT_GENERATION, k_two_keys, 2, beta_broken_entry, NULL);
     g_beta_providers[7] =
         provider("beta-entry-fails", GUFO_CAPABILITY_TEXT_GENERATION, k_two_keys, 2, failing_provider_entry, NULL);
+    g_beta_providers[8] =
+        provider("beta-no-decode", GUFO_CAPABILITY_TEXT_GENERATION, k_two_keys, 2, no_decode_entry, NULL);
+    g_beta_providers[9] =
+        provider("beta-short-iface", GUFO_CAPABILITY_TEXT_GENERATION, k_two_keys, 2, short_iface_entry, NULL);
 
     g_future_providers[0] =
         provider("future-text", GUFO_CAPABILITY_TEXT_GENERATION, k_two_keys, 2, generic_entry, NULL);
@@ -239,7 +355,7 @@ static void build_tables(void)
     g_extensions[0].origin = GUFO_ORIGIN_OFFICIAL;
     g_extensions[0].options = g_alpha_options;
     g_extensions[0].n_options = 1;
-    g_extensions[1] = extension("beta", MINOR, 1, counting_entry, g_beta_providers, 8);
+    g_extensions[1] = extension("beta", MINOR, 1, counting_entry, g_beta_providers, 10);
     g_extensions[2] = extension("future", MINOR, REVISION + 1, counting_entry, g_future_providers, 1);
     g_extensions[3] = extension("next-minor", MINOR + 1, 0, counting_entry, g_next_minor_providers, 1);
     g_extensions[4] = extension("failing", MINOR, REVISION, failing_entry, g_failing_providers, 1);
@@ -299,7 +415,7 @@ static void test_load(gufo_registry *r)
     GUFO_CHECK_EQ_INT(gufo_registry_load(r, g_extensions, 6, MINOR, REVISION, &err), GUFO_OK);
     GUFO_CHECK_EQ_INT(g_entry_calls, 3); /* alpha, beta, failing; not future, next-minor, rocm-only */
     GUFO_CHECK_EQ_INT(gufo_registry_extension_count(r), 6);
-    GUFO_CHECK_EQ_INT(gufo_registry_provider_count(r), 15);
+    GUFO_CHECK_EQ_INT(gufo_registry_provider_count(r), 17);
 
     gufo_extension_info e;
     GUFO_CHECK_EQ_INT(gufo_registry_extension_at(r, 0, &e), GUFO_OK);
@@ -339,6 +455,12 @@ static void test_load(gufo_registry *r)
                    "registered artifact key 'gguf:b' at position 1 but its manifest declares 'gguf:a'");
     GUFO_CHECK_CONTAINS(provider_reason(r, "beta-few-keys"), "registered 1 artifact key(s) but its manifest declares 2");
     GUFO_CHECK_CONTAINS(provider_reason(r, "beta-no-probe"), "left 'probe' NULL");
+    /* Required slots are checked once, at load, naming the slot (what `gufo diagnose` shows). */
+    GUFO_CHECK_STREQ(provider_reason(r, "beta-no-decode"),
+                     "provider 'beta-no-decode': its text_generation interface lacks the required slot 'decode' "
+                     "(NULL, or past the struct_size it was built with)");
+    GUFO_CHECK_CONTAINS(provider_reason(r, "beta-short-iface"),
+                        "its text_generation interface lacks the required slot 'render_chat'");
     GUFO_CHECK_CONTAINS(provider_reason(r, "beta-entry-fails"), "no kernels for this GPU");
     GUFO_CHECK_STREQ(provider_reason(r, "beta-text"), "(available)");
     GUFO_CHECK_CONTAINS(provider_reason(r, "future-text"), "extension 'future' is unavailable: requires API");
@@ -355,7 +477,7 @@ static void test_load(gufo_registry *r)
     GUFO_CHECK_EQ_INT(gufo_registry_find_provider(r, "nobody", &p), GUFO_E_NOT_FOUND);
     GUFO_CHECK_EQ_INT(gufo_registry_provider_at(r, 0, &p), GUFO_OK);
     GUFO_CHECK_STREQ(p.decl->id, "alpha-text");
-    GUFO_CHECK_EQ_INT(gufo_registry_provider_at(r, 15, &p), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_registry_provider_at(r, 17, &p), GUFO_E_INVALID_ARGUMENT);
 
     GUFO_CHECK_EQ_INT(gufo_registry_option_count(r), 1);
     gufo_option_info o;
@@ -409,7 +531,7 @@ static void test_select_nobody(gufo_registry *r)
                  GUFO_E_DECLINED);
     GUFO_CHECK_EQ_INT(err.status, GUFO_E_DECLINED);
     /* Every text candidate, available or not, was reported in registry order. */
-    GUFO_CHECK_EQ_INT(s.calls, 13);
+    GUFO_CHECK_EQ_INT(s.calls, 15);
     GUFO_CHECK_EQ_INT(s.accepted, 0);
     GUFO_CHECK_CONTAINS(s.log, "alpha-text=general.architecture is 'llama', not 'alpha'|alpha-gpu=built without a GPU");
     GUFO_CHECK_CONTAINS(s.log, "beta-broken=probe failed (malformed input): header unreadable|");

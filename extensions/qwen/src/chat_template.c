@@ -263,12 +263,12 @@ gufo_status qwen_chat_render_with(const gufo_chat *chat, const qwen_chat_options
     static const qwen_chat_options defaults = {0};
     if (!options)
         options = &defaults;
-    if (!chat || !out || !QWEN_CHAT_HAS_FIELD(gufo_chat, chat, n_messages) || (!chat->messages && chat->n_messages))
+    if (!chat || !out || !GUFO_EXT_HAS_FIELD(gufo_chat, chat, n_messages) || (!chat->messages && chat->n_messages))
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen chat template: no chat or no output buffer");
-    const char *tools_json = QWEN_CHAT_HAS_FIELD(gufo_chat, chat, tools_json) ? chat->tools_json : NULL;
+    const char *tools_json = GUFO_EXT_HAS_FIELD(gufo_chat, chat, tools_json) ? chat->tools_json : NULL;
     bool add_generation_prompt =
-        QWEN_CHAT_HAS_FIELD(gufo_chat, chat, add_generation_prompt) && chat->add_generation_prompt;
-    bool enable_thinking = !QWEN_CHAT_HAS_FIELD(gufo_chat, chat, enable_thinking) || chat->enable_thinking;
+        GUFO_EXT_HAS_FIELD(gufo_chat, chat, add_generation_prompt) && chat->add_generation_prompt;
+    bool enable_thinking = !GUFO_EXT_HAS_FIELD(gufo_chat, chat, enable_thinking) || chat->enable_thinking;
 
     /* Everything is checked before anything is written. */
     if (chat->n_messages == 0)
@@ -330,7 +330,7 @@ gufo_status qwen_chat_render(const gufo_chat *chat, gufo_text_buffer *out, gufo_
 
 qwen_output_start qwen_chat_output_start(const gufo_chat *chat)
 {
-    if (!chat || !QWEN_CHAT_HAS_FIELD(gufo_chat, chat, enable_thinking))
+    if (!chat || !GUFO_EXT_HAS_FIELD(gufo_chat, chat, enable_thinking))
         return QWEN_OUTPUT_MAY_THINK;
     return chat->add_generation_prompt && !chat->enable_thinking ? QWEN_OUTPUT_CONTENT : QWEN_OUTPUT_MAY_THINK;
 }

@@ -54,10 +54,6 @@
 
 #include <gufo/ext/api.h>
 
-/* True when a struct the host filled (its struct_size is the size the host
- * was compiled with) is large enough to contain `field`. */
-#define QWEN_CHAT_HAS_FIELD(type, ptr, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
-
 /** Rendering choices beyond gufo_chat; zero-initialised means the defaults. */
 typedef struct qwen_chat_options {
     bool arguments_verbatim; /**< write every tool-call arguments text as it is (no tojson) */

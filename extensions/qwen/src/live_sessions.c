@@ -30,8 +30,7 @@ gufo_status qwen_session_admit(const char *who, uint32_t model_context, uint32_t
                                gufo_error *err)
 {
     *context = model_context;
-    const bool has_context = params && params->struct_size >= offsetof(gufo_session_params, context_length) +
-                                                                  sizeof params->context_length;
+    const bool has_context = params && GUFO_EXT_HAS_FIELD(gufo_session_params, params, context_length);
     if (has_context && params->context_length) {
         if (params->context_length > model_context)
             return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,

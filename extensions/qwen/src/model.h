@@ -25,10 +25,6 @@
 #define QWEN_MAX_BATCH_LIMIT 256u
 #define QWEN_MAX_PREFILL_CHUNK 512u
 
-/* True when a struct the host filled is large enough to contain `field`
- * (structs only grow at the end). */
-#define QWEN_HAS_FIELD(type, ptr, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
-
 typedef struct qwen_session qwen_session;
 typedef struct qwen_snapshot qwen_snapshot;
 

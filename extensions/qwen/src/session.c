@@ -134,13 +134,13 @@ gufo_status qwen_prefill(gufo_model *handle, gufo_text_session *session_handle, 
 gufo_status qwen_decode(gufo_model *handle, const gufo_decode_batch *batch, gufo_error *err)
 {
     qwen_model *model = qwen_from_handle(handle);
-    if (!model || !batch || !QWEN_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
+    if (!model || !batch || !GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
         batch->n_items == 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen decode: empty batch");
     if (batch->n_items > model->max_batch)
         return gufo_error_set(err, GUFO_E_LIMIT, "qwen decode: %zu sessions in one step; at most %u", batch->n_items,
                               model->max_batch);
-    const gufo_cancel *cancel = QWEN_HAS_FIELD(gufo_decode_batch, batch, cancel) ? batch->cancel : NULL;
+    const gufo_cancel *cancel = GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, cancel) ? batch->cancel : NULL;
     const size_t n = batch->n_items;
 
     /* All items advance or none does, so every check comes first. */

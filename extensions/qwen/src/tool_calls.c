@@ -98,7 +98,7 @@ static size_t partial_marker(const char *s, size_t n, const char *marker, size_t
 
 /* ---- Sending ---------------------------------------------------------------- */
 
-#define SINK_HAS(sink, slot) ((sink) && QWEN_CHAT_HAS_FIELD(gufo_output_sink, sink, slot) && (sink)->slot)
+#define SINK_HAS(sink, slot) ((sink) && GUFO_EXT_HAS_FIELD(gufo_output_sink, sink, slot) && (sink)->slot)
 
 static void sink_text(const gufo_output_sink *sink, channel ch, const char *s, size_t n)
 {

@@ -40,6 +40,26 @@
 #  define GUFO_EXT_END_DECLS
 #endif
 
+/**
+ * True when `*ptr`, a struct of type `type` that starts with `size_t
+ * struct_size` (an interface, a parameter or info struct), is big enough to
+ * hold `field`: the side that built it knew the field. Read a field only when
+ * this holds; what lies past struct_size is not there. `ptr` is evaluated
+ * more than once.
+ * @since 0.2.2
+ */
+#define GUFO_EXT_HAS_FIELD(type, ptr, field) \
+    ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
+
+/**
+ * True when the interface `*iface` of type `type` has the slot `slot` and
+ * it is set (not NULL): how a caller asks for an optional slot. Required
+ * slots need no asking: the registry refuses a provider whose interface
+ * lacks one (see gufo_provider.iface).
+ * @since 0.2.2
+ */
+#define GUFO_EXT_HAS_SLOT(type, iface, slot) (GUFO_EXT_HAS_FIELD(type, iface, slot) && (iface)->slot != NULL)
+
 /** A token id. Negative values never name a token. @since 0.1.1 */
 typedef int32_t gufo_token;
 

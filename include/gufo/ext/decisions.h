@@ -43,7 +43,11 @@ typedef struct gufo_decision_batch {
     const gufo_cancel *cancel;
 } gufo_decision_batch;
 
-/** The interface gufo_provider.iface points at for decisions. @since 0.1.1 */
+/**
+ * The interface gufo_provider.iface points at for decisions. Both slots are
+ * required; the registry checks them when the provider loads (since 0.2.2).
+ * @since 0.1.1
+ */
 typedef struct gufo_decisions_iface {
     size_t struct_size;
     gufo_status (*get_info)(gufo_model *model, gufo_decisions_info *info);

@@ -49,7 +49,11 @@ typedef struct gufo_embed_batch {
     const gufo_cancel *cancel;
 } gufo_embed_batch;
 
-/** The interface gufo_provider.iface points at for embeddings. @since 0.1.1 */
+/**
+ * The interface gufo_provider.iface points at for embeddings. Both slots are
+ * required; the registry checks them when the provider loads (since 0.2.2).
+ * @since 0.1.1
+ */
 typedef struct gufo_embeddings_iface {
     size_t struct_size;
     gufo_status (*get_info)(gufo_model *model, gufo_embeddings_info *info);

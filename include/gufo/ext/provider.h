@@ -161,7 +161,12 @@ typedef struct gufo_provider {
      * text generation, `const gufo_embeddings_iface *` for embeddings, and so
      * on; its first field is its struct_size. Static storage. Required, like
      * probe, create and destroy: the registry marks a provider without them
-     * unavailable, naming the missing slot.
+     * unavailable, naming the missing slot. Since 0.2.2 the registry also
+     * checks, once at load, that the interface has every slot its capability
+     * requires (the slots its header does not mark "(optional)"): a provider
+     * lacking one, NULL or past its struct_size, is unavailable with the
+     * slot's name ("its text_generation interface lacks the required slot
+     * 'decode'"), and hosts call required slots without checking again.
      */
     const void *iface;
 

@@ -273,7 +273,9 @@ typedef struct gufo_speculative_iface {
 
 /**
  * The text-generation interface a provider points gufo_provider.iface at.
- * Every slot is required unless marked (optional).
+ * Every slot is required unless marked (optional); the registry checks the
+ * required ones when the provider loads (since 0.2.2), so a provider lacking
+ * one is unavailable, naming the slot.
  * @since 0.1.1
  */
 typedef struct gufo_text_generation_iface {
@@ -308,22 +310,31 @@ typedef struct gufo_text_generation_iface {
 
     /** Renders `chat` into the model's prompt text, appended to `out`. */
     gufo_status (*render_chat)(gufo_model *model, const gufo_chat *chat, gufo_text_buffer *out, gufo_error *err);
-    /** Starts a streaming parser of model output into content, reasoning and tool calls. */
+    /**
+     * (optional) Starts a streaming parser of model output into content,
+     * reasoning and tool calls. Without it the host treats all output as
+     * content and offers no tool calls. The four tool-parser slots come
+     * together.
+     */
     gufo_status (*tool_parser_create)(gufo_model *model, const gufo_chat *chat, gufo_tool_parser **out,
                                       gufo_error *err);
     /**
-     * Feeds decoded text. Text that may still become markup (a partial
+     * (optional, with tool_parser_create) Feeds decoded text. Text that may
+     * still become markup (a partial
      * "<tool_call>") is held back until it is decided.
      */
     gufo_status (*tool_parser_feed)(gufo_tool_parser *parser, const char *text, size_t len,
                                     const gufo_output_sink *sink);
-    /** End of output: flushes what was held back; reports unterminated calls as malformed. */
+    /**
+     * (optional, with tool_parser_create) End of output: flushes what was
+     * held back; reports unterminated calls as malformed.
+     */
     gufo_status (*tool_parser_finish)(gufo_tool_parser *parser, const gufo_output_sink *sink);
-    /** Frees the parser; NULL is a no-op. */
+    /** (optional, with tool_parser_create) Frees the parser; NULL is a no-op. */
     void (*tool_parser_destroy)(gufo_tool_parser *parser);
 
     /**
-     * Writes the model's part of a cache identity into `out`: a string that is
+     * (optional) Writes the model's part of a cache identity into `out`: a string that is
      * equal for two loaded models exactly when their sessions are
      * interchangeable (weights checksum or file identity, quantization, the
      * options that change numerics). The core adds its own parts.

@@ -40,8 +40,6 @@
 /* Positions one attention part should cover in prefill before splitting. */
 #define QWEN_GPU_PREFILL_SPLIT_SPAN 1024u
 
-#define QWEN_GPU_HAS_FIELD(type, ptr, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
-
 typedef struct qwen_gpu_layer {
     const float *attn_norm, *q_norm, *k_norm, *ffn_norm; /* device, float32 */
     qwen_gpu_matrix wq, wk, wv, wo, gate, up, down;

@@ -171,13 +171,13 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
                                   .n_layer = hp->n_layer,
                                   .rms_eps = hp->rms_eps};
     model->context_length = hp->context_length;
-    if (QWEN_GPU_HAS_FIELD(gufo_model_params, params, context_length) && params->context_length &&
+    if (GUFO_EXT_HAS_FIELD(gufo_model_params, params, context_length) && params->context_length &&
         params->context_length < hp->context_length)
         model->context_length = params->context_length;
-    uint32_t want_batch = QWEN_GPU_HAS_FIELD(gufo_model_params, params, max_batch) ? params->max_batch : 0;
+    uint32_t want_batch = GUFO_EXT_HAS_FIELD(gufo_model_params, params, max_batch) ? params->max_batch : 0;
     model->max_batch = want_batch ? clamp_u32(want_batch, 1, QWEN_GPU_MAX_BATCH_LIMIT) : QWEN_GPU_DEFAULT_MAX_BATCH;
     model->max_prefill_chunk = QWEN_GPU_MAX_PREFILL_CHUNK;
-    model->max_sessions = QWEN_GPU_HAS_FIELD(gufo_model_params, params, max_sessions) ? params->max_sessions : 0;
+    model->max_sessions = GUFO_EXT_HAS_FIELD(gufo_model_params, params, max_sessions) ? params->max_sessions : 0;
     model->file_size = gufo_gguf_file_size(model->gguf);
     if (gufo_gguf_get_u32(model->gguf, "general.file_type", &model->file_type, NULL) != GUFO_OK)
         model->file_type = UINT32_MAX;

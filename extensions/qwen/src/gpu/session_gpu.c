@@ -284,13 +284,13 @@ gufo_status qwen_gpu_prefill(gufo_model *handle, gufo_text_session *session_hand
 gufo_status qwen_gpu_decode(gufo_model *handle, const gufo_decode_batch *batch, gufo_error *err)
 {
     qwen_gpu_model *model = qwen_gpu_from_handle(handle);
-    if (!model || !batch || !QWEN_GPU_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
+    if (!model || !batch || !GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
         batch->n_items == 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu decode: empty batch");
     if (batch->n_items > model->max_batch)
         return gufo_error_set(err, GUFO_E_LIMIT, "qwen-gpu decode: %zu sessions in one step; at most %u",
                               batch->n_items, model->max_batch);
-    const gufo_cancel *cancel = QWEN_GPU_HAS_FIELD(gufo_decode_batch, batch, cancel) ? batch->cancel : NULL;
+    const gufo_cancel *cancel = GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, cancel) ? batch->cancel : NULL;
     const uint32_t n = (uint32_t)batch->n_items;
     for (uint32_t i = 0; i < n; i++) {
         const gufo_decode_item *item = &batch->items[i];
