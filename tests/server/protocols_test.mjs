@@ -551,13 +551,23 @@ async function groupDeadline() {
     };
     for (const [path, body] of Object.entries(bursts)) {
       const t0 = Date.now();
-      const burst = await Promise.all(Array.from({ length: 24 }, () => post(server, path, body)));
+      const burst = await Promise.all(Array.from({ length: 24 }, async () => {
+        const start = Date.now();
+        const r = await post(server, path, body);
+        return { ...r, ms: Date.now() - start };
+      }));
       const took = Date.now() - t0;
       const statuses = burst.map((r) => r.status);
       assert.ok(statuses.every((s) => s === 200 || s === 408), `${path}: ${statuses}`);
       const late = burst.filter((r) => r.status === 408);
       if (late.length === 0) {
-        assert.ok(took < 400, `${path}: the burst took ${took} ms but no request got 408`);
+        /* Every answer came in time (early ends of the sampled text can make the work fit).
+         * Judged per request, from its own send: on a loaded machine the client sends the
+         * burst over longer than a deadline, which says nothing about the server. A request
+         * answered 200 long past its 200 ms (400 ms of slack: a step, the client's own delay)
+         * would be a deadline not kept. */
+        const slowest = Math.max(...burst.map((r) => r.ms));
+        assert.ok(slowest < 600, `${path}: a request took ${slowest} ms (burst ${took} ms) but none got 408`);
         continue;
       }
       if (path === '/v1/messages') assertAnthropicError(late[0], 408, 'deadline', 'timeout_error');
