@@ -34,7 +34,7 @@
 
 #include <gufo/ext/decisions.h>
 #include <gufo/ext/embeddings.h>
-#include <gufo/ext/image_generation.h>
+#include <gufo/ext/experimental/image_generation.h>
 #include <gufo/ext/text_generation.h>
 
 #define TOY_ARCH "gufo-host-toy"

@@ -2,7 +2,9 @@
  *
  * Extensions may include this or only the headers they use. Nothing under
  * experimental/ is included here: using it is a deliberate choice (see
- * the "Experimental headers" section of docs/api.md).
+ * the "Experimental headers" section of docs/api.md). That includes, since
+ * 0.2.3, the speech, image and video capability headers, which no provider
+ * has shaped yet.
  *
  * Since 0.1.1.
  */
@@ -24,9 +26,5 @@
 #include <gufo/ext/text_generation.h>
 #include <gufo/ext/embeddings.h>
 #include <gufo/ext/decisions.h>
-#include <gufo/ext/speech_recognition.h>
-#include <gufo/ext/speech_synthesis.h>
-#include <gufo/ext/image_generation.h>
-#include <gufo/ext/video_generation.h>
 
 #endif /* GUFO_EXT_API_H */

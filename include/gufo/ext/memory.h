@@ -9,9 +9,12 @@
  * fit, the call fails with GUFO_E_OVER_BUDGET and a message naming the tag, the
  * size asked, and what is left — the request fails alone, nothing else does.
  *
- * Device memory is provided by the runtime's GPU backend (CUDA or HIP, chosen
- * when the runtime was built). A runtime built without one answers device
- * requests with GUFO_E_UNSUPPORTED and says so.
+ * Device memory is provided by the runtime's GPU backend, chosen when the
+ * runtime was built: CUDA today. The runtime has no HIP backend yet: on AMD
+ * (and in any build without CUDA) it answers device requests with
+ * GUFO_E_UNSUPPORTED and says so. Extensions' HIP kernels are compile-checked
+ * (the qwen extension builds its kernels with hipcc through
+ * gufo/ext/experimental/gpu.h), but running them needs that backend.
  *
  * Thread-safety: every function may be called from any thread; accounting is
  * protected by a lock inside the pool. The pressure handler runs on the thread
@@ -103,7 +106,7 @@ GUFO_EXT_API gufo_status gufo_memory_copy(gufo_memory *memory, void *dst, gufo_m
 /** What the runtime's device backend is. @since 0.1.1 */
 typedef struct gufo_device_info {
     size_t struct_size;           /**< sizeof(gufo_device_info) */
-    const char *backend;          /**< "cuda", "hip" or "none" (static string) */
+    const char *backend;          /**< "cuda" or "none" (static string); a HIP backend would say "hip" */
     char name[128];               /**< e.g. "NVIDIA H200"; "" when none */
     char arch[32];                /**< e.g. "sm_90", "gfx90a"; "" when none */
     uint64_t total_bytes;         /**< device memory; 0 when none */

@@ -39,10 +39,10 @@ GUFO_EXT_BEGIN_DECLS
 typedef enum gufo_capability {
     GUFO_CAPABILITY_TEXT_GENERATION = 1,    /**< "text_generation": text_generation.h */
     GUFO_CAPABILITY_EMBEDDINGS = 2,         /**< "embeddings": embeddings.h */
-    GUFO_CAPABILITY_SPEECH_RECOGNITION = 3, /**< "speech_recognition": speech_recognition.h */
-    GUFO_CAPABILITY_SPEECH_SYNTHESIS = 4,   /**< "speech_synthesis": speech_synthesis.h */
-    GUFO_CAPABILITY_IMAGE_GENERATION = 5,   /**< "image_generation": image_generation.h */
-    GUFO_CAPABILITY_VIDEO_GENERATION = 6,   /**< "video_generation": video_generation.h */
+    GUFO_CAPABILITY_SPEECH_RECOGNITION = 3, /**< "speech_recognition": experimental/speech_recognition.h */
+    GUFO_CAPABILITY_SPEECH_SYNTHESIS = 4,   /**< "speech_synthesis": experimental/speech_synthesis.h */
+    GUFO_CAPABILITY_IMAGE_GENERATION = 5,   /**< "image_generation": experimental/image_generation.h */
+    GUFO_CAPABILITY_VIDEO_GENERATION = 6,   /**< "video_generation": experimental/video_generation.h */
     GUFO_CAPABILITY_DECISIONS = 7           /**< "decisions": decisions.h */
 } gufo_capability;
 

@@ -1,4 +1,4 @@
-/* gufo/ext/image_generation.h — the image-generation capability.
+/* gufo/ext/experimental/image_generation.h — the image-generation capability.
  *
  * Diffusion and flow-matching models are loops of denoising steps. The core
  * creates a job, calls step() once per denoising step (reporting progress,
@@ -6,10 +6,16 @@
  * pixels. The model owns text encoding, the scheduler's maths inside a step,
  * the transformer and the VAE decoder.
  *
- * Since 0.1.1.
+ * EXPERIMENTAL since 0.2.3: no compatibility promise. No provider uses this
+ * interface yet, so nothing has shaped it; it lives here (and gufo/ext/api.h
+ * does not include it) until the official image generation extension lands:
+ * its issue promotes it back to gufo/ext/, shaped by that provider, with a
+ * record. The registry has no required-slot list for it yet.
+ *
+ * Since 0.1.1 (in gufo/ext/ until 0.2.3).
  */
-#ifndef GUFO_EXT_IMAGE_GENERATION_H
-#define GUFO_EXT_IMAGE_GENERATION_H
+#ifndef GUFO_EXT_EXPERIMENTAL_IMAGE_GENERATION_H
+#define GUFO_EXT_EXPERIMENTAL_IMAGE_GENERATION_H
 
 #include <gufo/ext/cancel.h>
 #include <gufo/ext/common.h>
@@ -18,7 +24,7 @@
 
 GUFO_EXT_BEGIN_DECLS
 
-/** Facts about an image model. @since 0.1.1 */
+/** Facts about an image model. @since 0.2.3 */
 typedef struct gufo_image_info {
     size_t struct_size;
     uint32_t default_width, default_height;
@@ -27,7 +33,7 @@ typedef struct gufo_image_info {
     uint32_t default_steps;
 } gufo_image_info;
 
-/** Per-job parameters. Strings borrowed for the create call only. @since 0.1.1 */
+/** Per-job parameters. Strings borrowed for the create call only. @since 0.2.3 */
 typedef struct gufo_image_params {
     size_t struct_size;
     const char *prompt;
@@ -38,10 +44,10 @@ typedef struct gufo_image_params {
     uint64_t seed;
 } gufo_image_params;
 
-/** Opaque generation job. @since 0.1.1 */
+/** Opaque generation job. @since 0.2.3 */
 typedef struct gufo_image_job gufo_image_job;
 
-/** The interface gufo_provider.iface points at for image generation. @since 0.1.1 */
+/** The interface gufo_provider.iface points at for image generation. @since 0.2.3 */
 typedef struct gufo_image_generation_iface {
     size_t struct_size;
     gufo_status (*get_info)(gufo_model *model, gufo_image_info *info);
@@ -59,4 +65,4 @@ typedef struct gufo_image_generation_iface {
 
 GUFO_EXT_END_DECLS
 
-#endif /* GUFO_EXT_IMAGE_GENERATION_H */
+#endif /* GUFO_EXT_EXPERIMENTAL_IMAGE_GENERATION_H */

@@ -1,14 +1,20 @@
-/* gufo/ext/speech_synthesis.h — the speech-synthesis capability.
+/* gufo/ext/experimental/speech_synthesis.h — the speech-synthesis capability.
  *
  * A synthesis job turns text into audio in chunks. The core calls step() until
  * the job is done, streaming each chunk to the client and cancelling between
  * steps; the model owns text normalisation, phonemisation, the acoustic model
  * and the vocoder.
  *
- * Since 0.1.1.
+ * EXPERIMENTAL since 0.2.3: no compatibility promise. No provider uses this
+ * interface yet, so nothing has shaped it; it lives here (and gufo/ext/api.h
+ * does not include it) until the official speech synthesis extension lands:
+ * its issue promotes it back to gufo/ext/, shaped by that provider, with a
+ * record. The registry has no required-slot list for it yet.
+ *
+ * Since 0.1.1 (in gufo/ext/ until 0.2.3).
  */
-#ifndef GUFO_EXT_SPEECH_SYNTHESIS_H
-#define GUFO_EXT_SPEECH_SYNTHESIS_H
+#ifndef GUFO_EXT_EXPERIMENTAL_SPEECH_SYNTHESIS_H
+#define GUFO_EXT_EXPERIMENTAL_SPEECH_SYNTHESIS_H
 
 #include <gufo/ext/cancel.h>
 #include <gufo/ext/common.h>
@@ -17,7 +23,7 @@
 
 GUFO_EXT_BEGIN_DECLS
 
-/** Facts about a synthesiser. @since 0.1.1 */
+/** Facts about a synthesiser. @since 0.2.3 */
 typedef struct gufo_tts_info {
     size_t struct_size;
     uint32_t sample_rate;           /**< of the PCM it produces */
@@ -26,7 +32,7 @@ typedef struct gufo_tts_info {
     uint32_t max_input_bytes;
 } gufo_tts_info;
 
-/** Per-job parameters. Strings borrowed for the create call only. @since 0.1.1 */
+/** Per-job parameters. Strings borrowed for the create call only. @since 0.2.3 */
 typedef struct gufo_tts_params {
     size_t struct_size;
     const char *text;
@@ -36,10 +42,10 @@ typedef struct gufo_tts_params {
     uint64_t seed;                  /**< for models that sample (noise scales) */
 } gufo_tts_params;
 
-/** Opaque synthesis job. @since 0.1.1 */
+/** Opaque synthesis job. @since 0.2.3 */
 typedef struct gufo_tts_job gufo_tts_job;
 
-/** The interface gufo_provider.iface points at for speech synthesis. @since 0.1.1 */
+/** The interface gufo_provider.iface points at for speech synthesis. @since 0.2.3 */
 typedef struct gufo_speech_synthesis_iface {
     size_t struct_size;
     gufo_status (*get_info)(gufo_model *model, gufo_tts_info *info);
@@ -56,4 +62,4 @@ typedef struct gufo_speech_synthesis_iface {
 
 GUFO_EXT_END_DECLS
 
-#endif /* GUFO_EXT_SPEECH_SYNTHESIS_H */
+#endif /* GUFO_EXT_EXPERIMENTAL_SPEECH_SYNTHESIS_H */

@@ -1,13 +1,19 @@
-/* gufo/ext/video_generation.h — the video-generation capability.
+/* gufo/ext/experimental/video_generation.h — the video-generation capability.
  *
  * Same loop as image generation, over a spatio-temporal latent: create a job,
  * one step() per denoising step, then decode frames in chunks so a long video
  * never needs all frames in memory at once.
  *
- * Since 0.1.1.
+ * EXPERIMENTAL since 0.2.3: no compatibility promise. No provider uses this
+ * interface yet, so nothing has shaped it; it lives here (and gufo/ext/api.h
+ * does not include it) until the official video generation extension lands:
+ * its issue promotes it back to gufo/ext/, shaped by that provider, with a
+ * record. The registry has no required-slot list for it yet.
+ *
+ * Since 0.1.1 (in gufo/ext/ until 0.2.3).
  */
-#ifndef GUFO_EXT_VIDEO_GENERATION_H
-#define GUFO_EXT_VIDEO_GENERATION_H
+#ifndef GUFO_EXT_EXPERIMENTAL_VIDEO_GENERATION_H
+#define GUFO_EXT_EXPERIMENTAL_VIDEO_GENERATION_H
 
 #include <gufo/ext/cancel.h>
 #include <gufo/ext/common.h>
@@ -16,7 +22,7 @@
 
 GUFO_EXT_BEGIN_DECLS
 
-/** Facts about a video model. @since 0.1.1 */
+/** Facts about a video model. @since 0.2.3 */
 typedef struct gufo_video_info {
     size_t struct_size;
     uint32_t default_width, default_height, default_frames;
@@ -26,7 +32,7 @@ typedef struct gufo_video_info {
     uint32_t default_steps;
 } gufo_video_info;
 
-/** Per-job parameters. Strings borrowed for the create call only. @since 0.1.1 */
+/** Per-job parameters. Strings borrowed for the create call only. @since 0.2.3 */
 typedef struct gufo_video_params {
     size_t struct_size;
     const char *prompt;
@@ -37,10 +43,10 @@ typedef struct gufo_video_params {
     uint64_t seed;
 } gufo_video_params;
 
-/** Opaque generation job. @since 0.1.1 */
+/** Opaque generation job. @since 0.2.3 */
 typedef struct gufo_video_job gufo_video_job;
 
-/** The interface gufo_provider.iface points at for video generation. @since 0.1.1 */
+/** The interface gufo_provider.iface points at for video generation. @since 0.2.3 */
 typedef struct gufo_video_generation_iface {
     size_t struct_size;
     gufo_status (*get_info)(gufo_model *model, gufo_video_info *info);
@@ -59,4 +65,4 @@ typedef struct gufo_video_generation_iface {
 
 GUFO_EXT_END_DECLS
 
-#endif /* GUFO_EXT_VIDEO_GENERATION_H */
+#endif /* GUFO_EXT_EXPERIMENTAL_VIDEO_GENERATION_H */
