@@ -13,6 +13,12 @@ GUFO_EXT_API gufo_status gufo_step_output_deliver(const gufo_step_output *output
 {
     if (!output || !logits || n_vocab <= 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "step output: no output, no logits or an empty vocabulary");
+    for (size_t i = 0; i < sizeof output->reserved / sizeof output->reserved[0]; i++)
+        if (output->reserved[i] != 0)
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                                  "step output: reserved[%zu] is not zero (whoever filled it must zero the struct: "
+                                  "designated initializers, = {0} or calloc), so a later field would misread it",
+                                  i);
     if (output->out_logits) {
         const size_t bytes = (size_t)n_vocab * sizeof(float);
         if (output->logits_kind == GUFO_MEMORY_HOST) {

@@ -51,6 +51,17 @@ int main(void)
     }
     gufo_memory_destroy(memory);
 
+    /* Reserved space (0.2.4) must be zero, so that a later field cannot be misread: a
+     * caller that left garbage there is refused now, naming the word, and nothing is written. */
+    gufo_step_output dirty = {.out_token = &token, .out_logits = copy, .logits_kind = GUFO_MEMORY_HOST};
+    dirty.reserved[1] = 0xdeadbeef;
+    token = -7;
+    memset(copy, 0, sizeof copy);
+    GUFO_CHECK_STATUS(gufo_step_output_deliver(&dirty, logits, 5, NULL, &err), GUFO_E_INVALID_ARGUMENT, &err);
+    GUFO_CHECK_CONTAINS(err.message, "reserved[1] is not zero");
+    GUFO_CHECK_EQ_INT(token, -7);
+    GUFO_CHECK(copy[1] == 0.0f);
+
     /* Nothing to deliver from: refused. */
     GUFO_CHECK_STATUS(gufo_step_output_deliver(&out, NULL, 5, NULL, &err), GUFO_E_INVALID_ARGUMENT, &err);
     GUFO_CHECK_STATUS(gufo_step_output_deliver(NULL, logits, 5, NULL, &err), GUFO_E_INVALID_ARGUMENT, &err);

@@ -238,7 +238,7 @@ static void finish_call(qwen_tool_parser *p, const gufo_output_sink *sink, const
     if (problem) {
         report_malformed(p, sink, problem, raw, len);
     } else {
-        gufo_tool_call out = {NULL, name->text, p->scratch.data};
+        gufo_tool_call out = {.id = NULL, .name = name->text, .arguments = p->scratch.data};
         if (SINK_HAS(sink, tool_call))
             sink->tool_call(sink->userdata, &out);
         p->after_call = true;

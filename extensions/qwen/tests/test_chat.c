@@ -139,8 +139,8 @@ static bool build_chat(const cJSON *conv, built_chat *b)
             out->tool_calls = &b->calls[c];
             cJSON_ArrayForEach(call, calls)
             {
-                b->calls[c++] = (gufo_tool_call){json_string(call, "id"), json_string(call, "name"),
-                                                 json_string(call, "arguments")};
+                b->calls[c++] = (gufo_tool_call){.id = json_string(call, "id"), .name = json_string(call, "name"),
+                                                 .arguments = json_string(call, "arguments")};
                 out->n_tool_calls++;
             }
         }
@@ -230,7 +230,9 @@ static void expect_refused(const gufo_chat_message *messages, size_t n, const ch
 
 static void test_refused(void)
 {
-    const gufo_tool_call call = {"c1", "f", "{}"}, no_name = {"c1", NULL, "{}"}, no_args = {"c1", "f", NULL};
+    const gufo_tool_call call = {.id = "c1", .name = "f", .arguments = "{}"},
+                         no_name = {.id = "c1", .name = NULL, .arguments = "{}"},
+                         no_args = {.id = "c1", .name = "f", .arguments = NULL};
     const gufo_chat_message unknown[] = {{.role = "developer", .content = "x"}};
     const gufo_chat_message null_role[] = {{.role = NULL, .content = "x"}};
     const gufo_chat_message tool_first[] = {{.role = "tool", .content = "x"}};
@@ -627,7 +629,7 @@ static void expect_round_trip(bool thinking, const char *output)
 
     gufo_tool_call calls[4];
     for (size_t i = 0; i < c.n_calls; i++)
-        calls[i] = (gufo_tool_call){NULL, c.names[i], c.args[i]};
+        calls[i] = (gufo_tool_call){.id = NULL, .name = c.names[i], .arguments = c.args[i]};
     messages[1] = (gufo_chat_message){.role = "assistant", .content = c.content,
                                       .reasoning = thinking ? c.reasoning : NULL, .tool_calls = calls,
                                       .n_tool_calls = c.n_calls};

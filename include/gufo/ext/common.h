@@ -60,6 +60,22 @@
  */
 #define GUFO_EXT_HAS_SLOT(type, iface, slot) (GUFO_EXT_HAS_FIELD(type, iface, slot) && (iface)->slot != NULL)
 
+/*
+ * Room to grow. Structs passed in arrays (gufo_decode_item, gufo_embed_item,
+ * gufo_decision_item, gufo_chat_message, gufo_tool_call, and
+ * gufo_step_output, which a decode item holds) end with `uint64_t
+ * reserved[N]` instead of starting with struct_size. A later revision of the
+ * same minor turns reserved words into fields whose zero value means "as
+ * before", so whoever fills such a struct zeroes it (designated initializers,
+ * `= {0}`, calloc or memset) and keeps working unchanged. A size field in an
+ * element would make every callee walk the array by the caller's stride
+ * (items + i * items->struct_size) instead of items[i]: reserved space keeps
+ * plain indexing. The runtime checks that reserved words are zero where it
+ * sees the struct (gufo_step_output_deliver()), so a caller that forgets
+ * fails now, not when the word gains a meaning. Structs passed alone (batches,
+ * parameters, interfaces) keep struct_size.
+ */
+
 /** A token id. Negative values never name a token. @since 0.1.1 */
 typedef int32_t gufo_token;
 

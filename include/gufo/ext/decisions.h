@@ -26,13 +26,14 @@ typedef struct gufo_decisions_info {
     uint32_t max_input_bytes;        /**< longer inputs fail per item (0 = no limit) */
 } gufo_decisions_info;
 
-/** One input. Host owns buffers. @since 0.1.1 */
+/** One input. Host owns buffers. Ends in reserved space. @since 0.2.4 */
 typedef struct gufo_decision_item {
     const char *text;
     size_t len;
     float *out_scores;               /**< (may be NULL) n_labels probabilities summing to 1 */
     uint32_t out_label;              /**< chosen label index */
     gufo_status status;              /**< per item */
+    uint64_t reserved[4];           /**< zero (room to grow, gufo/ext/common.h) */
 } gufo_decision_item;
 
 /** A batch. @since 0.1.1 */

@@ -31,7 +31,7 @@ typedef struct gufo_embeddings_info {
     bool normalized;                 /**< outputs are L2-normalised */
 } gufo_embeddings_info;
 
-/** One input of a batch. Host owns buffers. @since 0.1.1 */
+/** One input of a batch. Host owns buffers. Ends in reserved space. @since 0.2.4 */
 typedef struct gufo_embed_item {
     const char *text;                /**< UTF-8, `len` bytes */
     size_t len;
@@ -39,6 +39,7 @@ typedef struct gufo_embed_item {
     float *out;                      /**< receives `dimension` floats */
     uint32_t *out_tokens;            /**< (may be NULL) tokens the input used, for usage accounting */
     gufo_status status;              /**< per item: GUFO_OK or e.g. GUFO_E_CONTEXT_OVERFLOW */
+    uint64_t reserved[4];           /**< zero (room to grow, gufo/ext/common.h) */
 } gufo_embed_item;
 
 /** A batch. @since 0.1.1 */

@@ -133,14 +133,15 @@ GUFO_EXT_API gufo_status gufo_detok_flush(gufo_detok_state *state, gufo_text_buf
 
 /* ---- Chat --------------------------------------------------------------- */
 
-/** One tool call in a message or in parsed output. Borrowed strings. @since 0.1.1 */
+/** One tool call in a message or in parsed output. Borrowed strings. Ends in reserved space. @since 0.2.4 */
 typedef struct gufo_tool_call {
     const char *id;         /**< may be NULL in model output; the core assigns one */
     const char *name;
     const char *arguments;  /**< JSON object text */
+    uint64_t reserved[2];           /**< zero (room to grow, gufo/ext/common.h) */
 } gufo_tool_call;
 
-/** One chat message (OpenAI shape). Borrowed strings. @since 0.1.1 */
+/** One chat message (OpenAI shape). Borrowed strings. Ends in reserved space. @since 0.2.4 */
 typedef struct gufo_chat_message {
     const char *role;                  /**< "system", "user", "assistant", "tool" */
     const char *content;               /**< may be NULL for an assistant message with only tool calls */
@@ -149,6 +150,7 @@ typedef struct gufo_chat_message {
     size_t n_tool_calls;
     const char *tool_call_id;          /**< tool messages: which call this answers */
     const char *name;                  /**< tool messages: the tool's name; else optional */
+    uint64_t reserved[4];           /**< zero (room to grow, gufo/ext/common.h) */
 } gufo_chat_message;
 
 /** A conversation to render into the model's prompt format. @since 0.1.1 */
@@ -201,14 +203,16 @@ typedef struct gufo_session_params {
  * the session (for verify(): the accepted drafts, then the bonus token).
  * `out_token` receives the sampled next token; `out_logits`, when not NULL,
  * receives n_vocab raw logits (before sampling) in `logits_kind` memory — on
- * the device when the host wants to keep results there.
- * @since 0.1.1
+ * the device when the host wants to keep results there. Ends in reserved
+ * space (since 0.2.4).
+ * @since 0.2.4
  */
 typedef struct gufo_step_output {
     gufo_sampler *sampler;          /**< the session's sampler (params, RNG, penalty window) */
     gufo_token *out_token;          /**< may be NULL when only logits are wanted */
     float *out_logits;              /**< may be NULL */
     gufo_memory_kind logits_kind;   /**< where out_logits lives */
+    uint64_t reserved[2];           /**< zero (room to grow, gufo/ext/common.h); gufo_step_output_deliver() checks */
 } gufo_step_output;
 
 /**
@@ -218,18 +222,20 @@ typedef struct gufo_step_output {
  * the device), then sets `*output->out_token` with the output's sampler, or
  * by argmax when it has none. Does not call gufo_sampler_accept(). `memory`
  * may be NULL when the logits are wanted in host memory. Errors:
- * GUFO_E_INVALID_ARGUMENT, and what gufo_memory_copy() or
- * gufo_sampler_sample() return (the detail says which).
+ * GUFO_E_INVALID_ARGUMENT (also, since 0.2.4, for an output whose reserved
+ * words are not zero), and what gufo_memory_copy() or gufo_sampler_sample()
+ * return (the detail says which).
  * @since 0.1.4
  */
 GUFO_EXT_API gufo_status gufo_step_output_deliver(const gufo_step_output *output, const float *logits, int32_t n_vocab,
                                                   gufo_memory *memory, gufo_error *err);
 
-/** One session's part of a decode step. @since 0.1.1 */
+/** One session's part of a decode step. Ends in reserved space. @since 0.2.4 */
 typedef struct gufo_decode_item {
     gufo_text_session *session;
     gufo_token token;               /**< appended at the session's current length */
     gufo_step_output output;        /**< the next token after `token` */
+    uint64_t reserved[4];           /**< zero (room to grow, gufo/ext/common.h) */
 } gufo_decode_item;
 
 /** A decode step over several sessions. @since 0.1.1 */
