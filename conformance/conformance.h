@@ -352,7 +352,7 @@ void conf_make_text_prompt(const conf_model *m, uint32_t seed, const char *text,
 gufo_decisions_info conf_decisions_info(const conf_model *m);
 
 /** Classifies `items` in batches of at most the model's max_batch, in order; stops at the first failed batch. */
-gufo_status conf_decide_in_batches(const conf_model *m, gufo_decision_item *items, size_t n, gufo_error *err);
+gufo_status conf_decide_in_batches(const conf_model *m, gufo_decisions_item *items, size_t n, gufo_error *err);
 
 /* ---- Suites ------------------------------------------------------------------ */
 

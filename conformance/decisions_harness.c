@@ -13,13 +13,13 @@ gufo_decisions_info conf_decisions_info(const conf_model *m)
     return info;
 }
 
-gufo_status conf_decide_in_batches(const conf_model *m, gufo_decision_item *items, size_t n, gufo_error *err)
+gufo_status conf_decide_in_batches(const conf_model *m, gufo_decisions_item *items, size_t n, gufo_error *err)
 {
     const gufo_decisions_iface *d = m->provider->iface;
     gufo_decisions_info info = conf_decisions_info(m);
     size_t max_batch = info.max_batch ? info.max_batch : 1;
     for (size_t first = 0; first < n; first += max_batch) {
-        gufo_decision_batch b = {.struct_size = sizeof b, .items = items + first,
+        gufo_decisions_batch b = {.struct_size = sizeof b, .items = items + first,
                                  .n_items = n - first < max_batch ? n - first : max_batch};
         gufo_status st = d->decide(m->model, &b, err);
         if (st != GUFO_OK) return st;

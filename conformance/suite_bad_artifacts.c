@@ -34,8 +34,8 @@ static gufo_status small_step(const conf_ctx *ctx, const conf_model *m, gufo_err
     }
     if (ctx->provider.decl->capability == GUFO_CAPABILITY_DECISIONS) {
         const gufo_decisions_iface *d = m->provider->iface;
-        gufo_decision_item item = {.text = "a short input", .len = 13};
-        gufo_decision_batch b = {.struct_size = sizeof b, .items = &item, .n_items = 1};
+        gufo_decisions_item item = {.text = "a short input", .len = 13};
+        gufo_decisions_batch b = {.struct_size = sizeof b, .items = &item, .n_items = 1};
         return d->decide(m->model, &b, err);
     }
     return GUFO_OK;

@@ -60,7 +60,7 @@ static void snapshot_case(conf_ctx *ctx, const conf_model *m, const gufo_text_mo
 {
     const gufo_text_generation_iface *t = m->provider->iface;
     conf_case c;
-    if (!(info->cache_caps & GUFO_CACHE_SNAPSHOT) || !t->snapshot || !t->restore || !t->snapshot_destroy) {
+    if (!(info->cache_caps & GUFO_CACHE_SNAPSHOT) || !t->snapshot_create || !t->restore || !t->snapshot_destroy) {
         const char *why = "the provider does not offer snapshots (cache_caps lacks GUFO_CACHE_SNAPSHOT)";
         conf_not_applicable_case(ctx, "snapshot_restore_continue", "%s", why);
         conf_not_applicable_case(ctx, "snapshot_into_other_session", "%s", why);
@@ -93,7 +93,7 @@ static void snapshot_case(conf_ctx *ctx, const conf_model *m, const gufo_text_mo
     /* Snapshot at `at`, wander off, restore, continue. */
     ok = conf_prefill(m, &s, prompt, at, 0, NULL, NULL, &err) == GUFO_OK;
     gufo_token next_at_snapshot = s.next;
-    if (ok && t->snapshot(m->model, s.session, &snap, &err) != GUFO_OK) {
+    if (ok && t->snapshot_create(m->model, s.session, &snap, &err) != GUFO_OK) {
         conf_case_fail(&c, "snapshot at %zu failed: %s", at, err.message);
         ok = false;
     }

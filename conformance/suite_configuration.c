@@ -106,7 +106,7 @@ static void interface_complete(conf_ctx *ctx)
             conf_case_fail(&c, "struct_size %zu is smaller than this host's %zu", t->struct_size, sizeof *t);
         for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
             if (!slots[i].present) conf_case_fail(&c, "required slot '%s' is NULL", slots[i].name);
-        if ((t->snapshot != NULL) != (t->restore != NULL) || (t->snapshot && !t->snapshot_destroy))
+        if ((t->snapshot_create != NULL) != (t->restore != NULL) || (t->snapshot_create && !t->snapshot_destroy))
             conf_case_fail(&c, "snapshot, restore and snapshot_destroy come together");
     } else if (p->capability == GUFO_CAPABILITY_DECISIONS) {
         const gufo_decisions_iface *d = p->iface;

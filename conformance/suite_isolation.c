@@ -148,8 +148,8 @@ static void decisions_isolation(conf_ctx *ctx, const conf_model *m)
     }
     gufo_error err = {0};
     for (size_t i = 0; i < NT; i++) {
-        gufo_decision_item item = {.text = texts[i], .len = strlen(texts[i]), .out_scores = solo[i]};
-        gufo_decision_batch b = {.struct_size = sizeof b, .items = &item, .n_items = 1};
+        gufo_decisions_item item = {.text = texts[i], .len = strlen(texts[i]), .out_scores = solo[i]};
+        gufo_decisions_batch b = {.struct_size = sizeof b, .items = &item, .n_items = 1};
         if (d->decide(m->model, &b, &err) != GUFO_OK || item.status != GUFO_OK) {
             conf_case_abort(&c, "decide failed: %s", err.message);
             return;
@@ -158,9 +158,9 @@ static void decisions_isolation(conf_ctx *ctx, const conf_model *m)
     }
     /* The same inputs batched, in reverse order. */
     size_t max_batch = info.max_batch ? info.max_batch : 1;
-    gufo_decision_item items[NT];
+    gufo_decisions_item items[NT];
     for (size_t i = 0; i < NT; i++)
-        items[i] = (gufo_decision_item){.text = texts[NT - 1 - i], .len = strlen(texts[NT - 1 - i]),
+        items[i] = (gufo_decisions_item){.text = texts[NT - 1 - i], .len = strlen(texts[NT - 1 - i]),
                                         .out_scores = batched[NT - 1 - i]};
     if (conf_decide_in_batches(m, items, NT, &err) != GUFO_OK)
         conf_case_fail(&c, "batched decide failed: %s", err.message);

@@ -282,13 +282,13 @@ static void decisions_cross_provider(conf_ctx *ctx, const conf_model *m, const g
     } else {
         size_t nl = info->n_labels;
         float *a = calloc(NT * nl + 1, sizeof *a), *b = calloc(NT * nl + 1, sizeof *b);
-        gufo_decision_item ia[NT], ib[NT];
+        gufo_decisions_item ia[NT], ib[NT];
         for (size_t i = 0; i < NT; i++) {
-            ia[i] = (gufo_decision_item){.text = texts[i], .len = strlen(texts[i]), .out_scores = a + i * nl};
-            ib[i] = (gufo_decision_item){.text = texts[i], .len = strlen(texts[i]), .out_scores = b + i * nl};
+            ia[i] = (gufo_decisions_item){.text = texts[i], .len = strlen(texts[i]), .out_scores = a + i * nl};
+            ib[i] = (gufo_decisions_item){.text = texts[i], .len = strlen(texts[i]), .out_scores = b + i * nl};
         }
-        gufo_decision_batch ba = {.struct_size = sizeof ba, .items = ia, .n_items = NT};
-        gufo_decision_batch bb = {.struct_size = sizeof bb, .items = ib, .n_items = NT};
+        gufo_decisions_batch ba = {.struct_size = sizeof ba, .items = ia, .n_items = NT};
+        gufo_decisions_batch bb = {.struct_size = sizeof bb, .items = ib, .n_items = NT};
         if (!a || !b || mine->decide(m->model, &ba, &err) != GUFO_OK ||
             theirs->decide(other.model, &bb, &err) != GUFO_OK) {
             conf_case_fail(&c, "decide failed: %s", err.message);
@@ -322,11 +322,11 @@ static void decisions_golden(conf_ctx *ctx, const conf_model *m)
                                         "\xc3\xa9\xc3\xa8\xc3\xaa"};
     enum { NT = sizeof texts / sizeof texts[0] };
     float *scores = calloc(NT * (info.n_labels ? info.n_labels : 1), sizeof *scores);
-    gufo_decision_item items[NT];
+    gufo_decisions_item items[NT];
     for (size_t i = 0; i < NT; i++)
-        items[i] = (gufo_decision_item){.text = texts[i], .len = strlen(texts[i]),
+        items[i] = (gufo_decisions_item){.text = texts[i], .len = strlen(texts[i]),
                                         .out_scores = scores + i * info.n_labels};
-    gufo_decision_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = NT};
+    gufo_decisions_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = NT};
     gufo_error err = {0};
     if (info.n_labels == 0 || !info.labels) conf_case_fail(&c, "the classifier reports no labels");
     else if (d->decide(m->model, &batch, &err) != GUFO_OK) conf_case_fail(&c, "decide failed: %s", err.message);
@@ -366,11 +366,11 @@ static void decisions_golden(conf_ctx *ctx, const conf_model *m)
     const cJSON *min = cJSON_GetObjectItemCaseSensitive(ref, "min_agreement");
     double min_agreement = cJSON_IsNumber(min) ? min->valuedouble : 1.0;
     size_t n = (size_t)cJSON_GetArraySize(cases), agree = 0;
-    gufo_decision_item *all = calloc(n, sizeof *all);
+    gufo_decisions_item *all = calloc(n, sizeof *all);
     for (size_t i = 0; all && i < n; i++) {
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cases, (int)i),
                                                                                  "text"));
-        all[i] = (gufo_decision_item){.text = text ? text : "", .len = text ? strlen(text) : 0};
+        all[i] = (gufo_decisions_item){.text = text ? text : "", .len = text ? strlen(text) : 0};
     }
     if (all && conf_decide_in_batches(m, all, n, &err) != GUFO_OK) conf_case_fail(&c, "decide failed: %s", err.message);
     for (size_t i = 0; all && i < n; i++) {

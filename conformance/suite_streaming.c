@@ -191,8 +191,8 @@ static void decisions_cancel(conf_ctx *ctx, const conf_model *m)
     gufo_cancel *fired = NULL;
     gufo_cancel_create(&fired);
     gufo_cancel_fire(fired, "conformance");
-    gufo_decision_item item = {.text = "Good morning, everyone.", .len = 23};
-    gufo_decision_batch batch = {.struct_size = sizeof batch, .items = &item, .n_items = 1, .cancel = fired};
+    gufo_decisions_item item = {.text = "Good morning, everyone.", .len = 23};
+    gufo_decisions_batch batch = {.struct_size = sizeof batch, .items = &item, .n_items = 1, .cancel = fired};
     gufo_error err = {0};
     gufo_status st = d->decide(m->model, &batch, &err);
     if (st != GUFO_E_CANCELLED)
@@ -212,8 +212,8 @@ static void decisions_cancel(conf_ctx *ctx, const conf_model *m)
     size_t big = (size_t)info.max_input_bytes + 1;
     char *text = malloc(big);
     memset(text, 'a', big);
-    gufo_decision_item items[2] = {{.text = text, .len = big}, {.text = "Hello there.", .len = 12}};
-    gufo_decision_batch b2 = {.struct_size = sizeof b2, .items = items, .n_items = 2};
+    gufo_decisions_item items[2] = {{.text = text, .len = big}, {.text = "Hello there.", .len = 12}};
+    gufo_decisions_batch b2 = {.struct_size = sizeof b2, .items = items, .n_items = 2};
     st = d->decide(m->model, &b2, &err);
     if (st != GUFO_OK) conf_case_fail(&c, "one oversize input failed the whole batch (%s)", gufo_status_name(st));
     else if (items[0].status == GUFO_OK) conf_case_fail(&c, "an input over max_input_bytes was accepted");

@@ -302,7 +302,7 @@ static int fresh_session(bench_run *b, uint32_t depth)
         return rc;
     if (!b->can_truncate && b->can_snapshot &&
         depth % (b->l->info.snapshot_granularity ? b->l->info.snapshot_granularity : 1) == 0) {
-        st = b->tg->snapshot(b->model, b->session, &b->snapshot, &err);
+        st = b->tg->snapshot_create(b->model, b->session, &b->snapshot, &err);
         if (st != GUFO_OK) {
             b->snapshot = NULL; /* fall back to refilling */
             if (b->plan->verbose)
@@ -620,7 +620,7 @@ static int setup_run(bench_run *b, const host_loaded *l, const bench_plan *plan)
     b->can_truncate = (l->info.cache_caps & GUFO_CACHE_TRUNCATE) &&
                       GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, truncate);
     b->can_snapshot = (l->info.cache_caps & GUFO_CACHE_SNAPSHOT) &&
-                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, snapshot) &&
+                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, snapshot_create) &&
                       GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, restore) &&
                       GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, snapshot_destroy) &&
                       GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, b->tg, snapshot_length);

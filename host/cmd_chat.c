@@ -392,7 +392,7 @@ static int prefill_prompt(chat_state *c, const gufo_token *prompt, size_t keep, 
     if (want_snapshot && split == keep && split > 0) {
         drop_snapshot(c);
         gufo_error err = {0};
-        gufo_status st = c->tg->snapshot(c->model, c->session, &c->snapshot, &err);
+        gufo_status st = c->tg->snapshot_create(c->model, c->session, &c->snapshot, &err);
         if (st != GUFO_OK)
             c->snapshot = NULL;
     }
@@ -401,7 +401,7 @@ static int prefill_prompt(chat_state *c, const gufo_token *prompt, size_t keep, 
     if (want_snapshot && n % g == 0) {
         drop_snapshot(c);
         gufo_error err = {0};
-        gufo_status st = c->tg->snapshot(c->model, c->session, &c->snapshot, &err);
+        gufo_status st = c->tg->snapshot_create(c->model, c->session, &c->snapshot, &err);
         if (st != GUFO_OK)
             c->snapshot = NULL;
     }
@@ -844,7 +844,7 @@ static int run_generic(const host_loaded *l, const cli_args *args, const gufo_sa
     c.can_truncate = (l->info.cache_caps & GUFO_CACHE_TRUNCATE) &&
                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, truncate);
     c.can_snapshot = (l->info.cache_caps & GUFO_CACHE_SNAPSHOT) &&
-                     GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, snapshot) &&
+                     GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, snapshot_create) &&
                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, restore) &&
                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, snapshot_destroy) &&
                      GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, snapshot_length);

@@ -52,7 +52,7 @@ int host_decisions_run(const gufo_provider *provider, gufo_model *model, char *c
         fprintf(stderr, "gufo: %s decides %s among %zu labels, %zu input(s) per batch\n", provider->id,
                 info.task ? info.task : "?", info.n_labels, batch_size);
 
-    gufo_decision_item *items = calloc(batch_size, sizeof *items);
+    gufo_decisions_item *items = calloc(batch_size, sizeof *items);
     float *scores = calloc(batch_size * info.n_labels, sizeof *scores);
     if (!items || !scores) {
         free(items);
@@ -69,11 +69,11 @@ int host_decisions_run(const gufo_provider *provider, gufo_model *model, char *c
         }
         size_t count = n - start < batch_size ? n - start : batch_size;
         for (size_t i = 0; i < count; i++) {
-            items[i] = (gufo_decision_item){.text = texts[start + i], .len = strlen(texts[start + i]),
+            items[i] = (gufo_decisions_item){.text = texts[start + i], .len = strlen(texts[start + i]),
                                             .out_scores = scores + i * info.n_labels, .out_label = 0,
                                             .status = GUFO_OK};
         }
-        gufo_decision_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = count, .cancel = cancel};
+        gufo_decisions_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = count, .cancel = cancel};
         gufo_error err = {0};
         st = iface->decide(model, &batch, &err);
         if (st == GUFO_E_CANCELLED) {
@@ -86,7 +86,7 @@ int host_decisions_run(const gufo_provider *provider, gufo_model *model, char *c
             break;
         }
         for (size_t i = 0; i < count; i++) {
-            const gufo_decision_item *it = &items[i];
+            const gufo_decisions_item *it = &items[i];
             if (it->status != GUFO_OK && it->status == GUFO_E_LIMIT && info.max_input_bytes &&
                 it->len > info.max_input_bytes) {
                 host_error("input %zu is %zu bytes; %s takes at most %u", start + i + 1, it->len, provider->id,

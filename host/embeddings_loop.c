@@ -37,7 +37,7 @@ int host_embeddings_run(const gufo_provider *provider, gufo_model *model, char *
         fprintf(stderr, "gufo: %s embeds into %u dimensions (%snormalised), %zu input(s) per batch\n", provider->id,
                 info.dimension, info.normalized ? "" : "not ", batch_size);
 
-    gufo_embed_item *items = calloc(batch_size, sizeof *items);
+    gufo_embeddings_item *items = calloc(batch_size, sizeof *items);
     float *vectors = calloc(batch_size * (size_t)info.dimension, sizeof *vectors);
     uint32_t *token_counts = calloc(batch_size, sizeof *token_counts);
     if (!items || !vectors || !token_counts) {
@@ -57,11 +57,11 @@ int host_embeddings_run(const gufo_provider *provider, gufo_model *model, char *
         size_t count = n - start < batch_size ? n - start : batch_size;
         for (size_t i = 0; i < count; i++) {
             token_counts[i] = 0;
-            items[i] = (gufo_embed_item){.text = texts[start + i], .len = strlen(texts[start + i]), .dimension = 0,
+            items[i] = (gufo_embeddings_item){.text = texts[start + i], .len = strlen(texts[start + i]), .dimension = 0,
                                          .out = vectors + i * (size_t)info.dimension,
                                          .out_tokens = &token_counts[i], .status = GUFO_OK};
         }
-        gufo_embed_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = count, .cancel = cancel};
+        gufo_embeddings_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = count, .cancel = cancel};
         gufo_error err = {0};
         st = iface->embed(model, &batch, &err);
         if (st == GUFO_E_CANCELLED) {

@@ -20,18 +20,18 @@ static pthread_mutex_t decide_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct decide_context {
     const srv_app *app;
     const gufo_decisions_iface *iface;
-    gufo_decision_item *items;
+    gufo_decisions_item *items;
 } decide_context;
 
 static gufo_status decide_batch(void *context, size_t at, size_t count, gufo_error *err)
 {
     decide_context *c = context;
-    gufo_decision_batch batch = {.struct_size = sizeof batch, .items = c->items + at, .n_items = count,
+    gufo_decisions_batch batch = {.struct_size = sizeof batch, .items = c->items + at, .n_items = count,
                                  .cancel = NULL};
     return c->iface->decide(c->app->model, &batch, err);
 }
 
-static cJSON *decision_json(const gufo_decisions_info *info, const gufo_decision_item *item, size_t index)
+static cJSON *decision_json(const gufo_decisions_info *info, const gufo_decisions_item *item, size_t index)
 {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "object", "decision");
@@ -49,7 +49,7 @@ cJSON *srv_decisions_answer(const srv_app *app, const char *body, size_t len, sr
 {
     const gufo_decisions_iface *iface = app->provider->iface;
     srv_batch_request r = {0};
-    gufo_decision_item *items = NULL;
+    gufo_decisions_item *items = NULL;
     float *scores = NULL;
     gufo_decisions_info info = {.struct_size = sizeof info};
 
@@ -68,7 +68,7 @@ cJSON *srv_decisions_answer(const srv_app *app, const char *body, size_t len, sr
     }
     if (ok) {
         for (size_t i = 0; i < n; i++)
-            items[i] = (gufo_decision_item){.text = r.inputs[i]->valuestring,
+            items[i] = (gufo_decisions_item){.text = r.inputs[i]->valuestring,
                                             .len = strlen(r.inputs[i]->valuestring),
                                             .out_scores = scores + i * info.n_labels};
         decide_context c = {.app = app, .iface = iface, .items = items};

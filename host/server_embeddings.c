@@ -87,13 +87,13 @@ static bool parse_dimension(const cJSON *root, const gufo_embeddings_info *info,
 typedef struct embed_context {
     const srv_app *app;
     const gufo_embeddings_iface *iface;
-    gufo_embed_item *items;
+    gufo_embeddings_item *items;
 } embed_context;
 
 static gufo_status embed_batch(void *context, size_t at, size_t count, gufo_error *err)
 {
     embed_context *c = context;
-    gufo_embed_batch batch = {.struct_size = sizeof batch, .items = c->items + at, .n_items = count, .cancel = NULL};
+    gufo_embeddings_batch batch = {.struct_size = sizeof batch, .items = c->items + at, .n_items = count, .cancel = NULL};
     return c->iface->embed(c->app->model, &batch, err);
 }
 
@@ -101,7 +101,7 @@ cJSON *srv_embeddings_answer(const srv_app *app, const char *body, size_t len, s
 {
     const gufo_embeddings_iface *iface = app->provider->iface;
     srv_batch_request r = {0};
-    gufo_embed_item *items = NULL;
+    gufo_embeddings_item *items = NULL;
     float *vectors = NULL;
     uint32_t *tokens = NULL;
     uint32_t dim = 0;
@@ -134,7 +134,7 @@ cJSON *srv_embeddings_answer(const srv_app *app, const char *body, size_t len, s
     }
     if (ok) {
         for (size_t i = 0; i < n; i++)
-            items[i] = (gufo_embed_item){.text = r.inputs[i]->valuestring, .len = strlen(r.inputs[i]->valuestring),
+            items[i] = (gufo_embeddings_item){.text = r.inputs[i]->valuestring, .len = strlen(r.inputs[i]->valuestring),
                                          .dimension = dim, .out = vectors + i * out_dim, .out_tokens = &tokens[i]};
         embed_context c = {.app = app, .iface = iface, .items = items};
         ok = srv_batch_run(app, &embed_lock, n, info.max_batch ? info.max_batch : 1, embed_batch, &c,

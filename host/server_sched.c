@@ -614,7 +614,7 @@ static gufo_text_session *session_fork(srv_sched *s, gufo_text_session *source, 
     if (session_create_evicting(s, &copy, &err) != GUFO_OK)
         return NULL;
     gufo_text_snapshot *snapshot = NULL;
-    bool ok = s->tg->snapshot(s->config.model, source, &snapshot, &err) == GUFO_OK &&
+    bool ok = s->tg->snapshot_create(s->config.model, source, &snapshot, &err) == GUFO_OK &&
               s->tg->restore(s->config.model, copy, snapshot, &err) == GUFO_OK;
     if (snapshot)
         s->tg->snapshot_destroy(s->config.model, snapshot);
@@ -1003,7 +1003,7 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
     s->can_truncate =
         (s->info.cache_caps & GUFO_CACHE_TRUNCATE) && GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, truncate);
     s->can_fork = s->can_truncate && (s->info.cache_caps & GUFO_CACHE_SNAPSHOT) &&
-                  GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, snapshot) &&
+                  GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, snapshot_create) &&
                   GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, restore) &&
                   GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, snapshot_destroy);
     s->cache = srv_cache_create(tg, config->model, config->cache_sessions, s->info.session_bytes_per_token);

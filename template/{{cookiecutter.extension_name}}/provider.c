@@ -154,7 +154,7 @@ static const gufo_text_generation_iface {{ cookiecutter.extension_name }}_iface 
     .prefill = {{ cookiecutter.extension_name }}_prefill,
     .decode = {{ cookiecutter.extension_name }}_decode,
     .truncate = {{ cookiecutter.extension_name }}_truncate,
-    .snapshot = {{ cookiecutter.extension_name }}_snapshot_take,
+    .snapshot_create = {{ cookiecutter.extension_name }}_snapshot_take,
     .restore = {{ cookiecutter.extension_name }}_restore,
     .snapshot_destroy = {{ cookiecutter.extension_name }}_snapshot_destroy,
     .snapshot_length = {{ cookiecutter.extension_name }}_snapshot_length,

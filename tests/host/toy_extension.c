@@ -408,13 +408,13 @@ static gufo_status decide_info(gufo_model *model, gufo_decisions_info *info)
     return GUFO_OK;
 }
 
-static gufo_status decide(gufo_model *model, const gufo_decision_batch *batch, gufo_error *err)
+static gufo_status decide(gufo_model *model, const gufo_decisions_batch *batch, gufo_error *err)
 {
     (void)model;
     if (batch->n_items > 2)
         return gufo_error_set(err, GUFO_E_LIMIT, "batch of %zu exceeds max_batch 2", batch->n_items);
     for (size_t i = 0; i < batch->n_items; i++) {
-        gufo_decision_item *it = &batch->items[i];
+        gufo_decisions_item *it = &batch->items[i];
         if (it->len > 64) {
             it->status = GUFO_E_LIMIT;
             continue;
@@ -447,13 +447,13 @@ static gufo_status embed_info(gufo_model *model, gufo_embeddings_info *info)
     return GUFO_OK;
 }
 
-static gufo_status embed(gufo_model *model, const gufo_embed_batch *batch, gufo_error *err)
+static gufo_status embed(gufo_model *model, const gufo_embeddings_batch *batch, gufo_error *err)
 {
     (void)model;
     if (batch->n_items > 2)
         return gufo_error_set(err, GUFO_E_LIMIT, "batch of %zu exceeds max_batch 2", batch->n_items);
     for (size_t i = 0; i < batch->n_items; i++) {
-        gufo_embed_item *it = &batch->items[i];
+        gufo_embeddings_item *it = &batch->items[i];
         float vowels = 0, consonants = 0;
         for (size_t k = 0; k < it->len; k++) {
             int c = tolower((unsigned char)it->text[k]);

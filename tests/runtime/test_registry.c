@@ -143,7 +143,7 @@ static gufo_status fake_embed_info(gufo_model *model, gufo_embeddings_info *info
     return GUFO_E_UNSUPPORTED;
 }
 
-static gufo_status fake_embed(gufo_model *model, const gufo_embed_batch *batch, gufo_error *err)
+static gufo_status fake_embed(gufo_model *model, const gufo_embeddings_batch *batch, gufo_error *err)
 {
     (void)model, (void)batch, (void)err;
     return GUFO_E_UNSUPPORTED;

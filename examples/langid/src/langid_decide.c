@@ -168,7 +168,7 @@ static gufo_status langid_decide_get_info(gufo_model *model, gufo_decisions_info
     return GUFO_OK;
 }
 
-static gufo_status langid_decide_one(langid_decide_model *m, gufo_decision_item *item)
+static gufo_status langid_decide_one(langid_decide_model *m, gufo_decisions_item *item)
 {
     const langid_config *c = &m->backbone.config;
     if (!item->text && item->len > 0) return GUFO_E_INVALID_ARGUMENT;
@@ -196,7 +196,7 @@ static gufo_status langid_decide_one(langid_decide_model *m, gufo_decision_item 
     return GUFO_OK;
 }
 
-static gufo_status langid_decide_run(gufo_model *model, const gufo_decision_batch *batch, gufo_error *err)
+static gufo_status langid_decide_run(gufo_model *model, const gufo_decisions_batch *batch, gufo_error *err)
 {
     langid_decide_model *m = (langid_decide_model *)model;
     if (!m || !batch || batch->struct_size < sizeof *batch || (batch->n_items && !batch->items))

@@ -94,7 +94,7 @@ static gufo_status langid_embed_get_info(gufo_model *model, gufo_embeddings_info
     return GUFO_OK;
 }
 
-static gufo_status langid_embed_one(langid_embed_model *m, gufo_embed_item *item)
+static gufo_status langid_embed_one(langid_embed_model *m, gufo_embeddings_item *item)
 {
     const langid_config *c = &m->backbone.config;
     if (!item->text && item->len > 0) return GUFO_E_INVALID_ARGUMENT;
@@ -116,7 +116,7 @@ static gufo_status langid_embed_one(langid_embed_model *m, gufo_embed_item *item
     return GUFO_OK;
 }
 
-static gufo_status langid_embed_run(gufo_model *model, const gufo_embed_batch *batch, gufo_error *err)
+static gufo_status langid_embed_run(gufo_model *model, const gufo_embeddings_batch *batch, gufo_error *err)
 {
     langid_embed_model *m = (langid_embed_model *)model;
     if (!m || !batch || batch->struct_size < sizeof *batch || (batch->n_items && !batch->items))

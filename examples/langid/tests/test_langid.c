@@ -190,7 +190,7 @@ static gufo_status decide_all(gufo_model *model, const langid_test_corpus *corpu
                               size_t n_scores, gufo_error *err)
 {
     for (size_t start = 0; start < corpus->n;) {
-        gufo_decision_item items[64];
+        gufo_decisions_item items[64];
         size_t n = corpus->n - start < 64 ? corpus->n - start : 64;
         memset(items, 0, sizeof items);
         for (size_t i = 0; i < n; i++) {
@@ -198,7 +198,7 @@ static gufo_status decide_all(gufo_model *model, const langid_test_corpus *corpu
             items[i].len = strlen(corpus->text[start + i]);
             items[i].out_scores = scores ? scores + (start + i) * n_scores : NULL;
         }
-        gufo_decision_batch batch = { sizeof batch, items, n, NULL };
+        gufo_decisions_batch batch = { sizeof batch, items, n, NULL };
         gufo_status st = decide_iface()->decide(model, &batch, err);
         if (st != GUFO_OK) return st;
         for (size_t i = 0; i < n; i++) {
@@ -252,8 +252,8 @@ static uint32_t decide_one(gufo_model *model, const char *text, float *scores, g
 {
     gufo_error err;
     gufo_error_clear(&err);
-    gufo_decision_item item = { .text = text, .len = strlen(text), .out_scores = scores };
-    gufo_decision_batch batch = { sizeof batch, &item, 1, NULL };
+    gufo_decisions_item item = { .text = text, .len = strlen(text), .out_scores = scores };
+    gufo_decisions_batch batch = { sizeof batch, &item, 1, NULL };
     GUFO_CHECK_STATUS(decide_iface()->decide(model, &batch, &err), GUFO_OK, &err);
     if (item_status) *item_status = item.status;
     return item.out_label;
@@ -283,13 +283,13 @@ static void test_decisions_per_item(void)
     /* Per-item failures leave the rest of the batch alone. */
     char *huge = malloc(20000);
     memset(huge, 'a', 20000);
-    gufo_decision_item items[4] = {
+    gufo_decisions_item items[4] = {
         { .text = "Where is the station?", .len = 21 },
         { .text = "", .len = 0 },
         { .text = "12345 ?! ...", .len = 12 },
         { .text = huge, .len = 20000 },
     };
-    gufo_decision_batch batch = { sizeof batch, items, 4, NULL };
+    gufo_decisions_batch batch = { sizeof batch, items, 4, NULL };
     GUFO_CHECK_STATUS(decide_iface()->decide(l.model, &batch, &err), GUFO_OK, &err);
     GUFO_CHECK(items[0].status == GUFO_OK && strcmp(info.labels[items[0].out_label], "english") == 0);
     GUFO_CHECK(items[1].status == GUFO_E_INVALID_ARGUMENT);
@@ -389,8 +389,8 @@ static gufo_status embed_text(gufo_model *model, const char *text, uint32_t dime
 {
     gufo_error err;
     gufo_error_clear(&err);
-    gufo_embed_item item = { .text = text, .len = strlen(text), .dimension = dimension, .out = out, .out_tokens = tokens };
-    gufo_embed_batch batch = { sizeof batch, &item, 1, NULL };
+    gufo_embeddings_item item = { .text = text, .len = strlen(text), .dimension = dimension, .out = out, .out_tokens = tokens };
+    gufo_embeddings_batch batch = { sizeof batch, &item, 1, NULL };
     GUFO_CHECK_STATUS(embed_iface()->embed(model, &batch, &err), GUFO_OK, &err);
     return item.status;
 }
@@ -464,13 +464,13 @@ static void test_embeddings(void)
 
     /* Per-item errors: empty text, no letters, a size the model does not offer. */
     float outs[4][128];
-    gufo_embed_item items[4] = {
+    gufo_embeddings_item items[4] = {
         { .text = "hello there", .len = 11, .out = outs[0] },
         { .text = "", .len = 0, .out = outs[1] },
         { .text = "42 - 17 = 25", .len = 12, .out = outs[2] },
         { .text = "ciao a tutti", .len = 12, .dimension = 48, .out = outs[3] },
     };
-    gufo_embed_batch batch = { sizeof batch, items, 4, NULL };
+    gufo_embeddings_batch batch = { sizeof batch, items, 4, NULL };
     GUFO_CHECK_STATUS(embed_iface()->embed(l.model, &batch, &err), GUFO_OK, &err);
     GUFO_CHECK(items[0].status == GUFO_OK);
     GUFO_CHECK(items[1].status == GUFO_E_INVALID_ARGUMENT);
@@ -493,12 +493,12 @@ static void test_batch_equals_one_at_a_time(void)
     GUFO_CHECK_STATUS(load_model(embed_provider, model_path, 0, NULL, NULL, &e, &err), GUFO_OK, &err);
     if (e.model) {
         float *batched = calloc(n * 128, sizeof(float)), *single = calloc(128, sizeof(float));
-        gufo_embed_item *items = calloc(n, sizeof *items);
+        gufo_embeddings_item *items = calloc(n, sizeof *items);
         for (size_t i = 0; i < n; i++) {
-            items[i] = (gufo_embed_item){ .text = corpus.text[i], .len = strlen(corpus.text[i]), .dimension = 64,
+            items[i] = (gufo_embeddings_item){ .text = corpus.text[i], .len = strlen(corpus.text[i]), .dimension = 64,
                                           .out = batched + i * 128 };
         }
-        gufo_embed_batch batch = { sizeof batch, items, n, NULL };
+        gufo_embeddings_batch batch = { sizeof batch, items, n, NULL };
         GUFO_CHECK_STATUS(embed_iface()->embed(e.model, &batch, &err), GUFO_OK, &err);
         for (size_t i = 0; i < n; i++) {
             GUFO_CHECK(embed_text(e.model, corpus.text[i], 64, single, NULL) == GUFO_OK);
@@ -575,9 +575,9 @@ static void test_cancellation(void)
     /* A cancelled batch stops: decide polls the token for every item. */
     GUFO_CHECK_STATUS(load_model(decide_provider, model_path, 0, NULL, NULL, &l, &err), GUFO_OK, &err);
     if (l.model) {
-        gufo_decision_item items[3] = { { .text = "uno", .len = 3 }, { .text = "two", .len = 3 },
+        gufo_decisions_item items[3] = { { .text = "uno", .len = 3 }, { .text = "two", .len = 3 },
                                         { .text = "drei", .len = 4 } };
-        gufo_decision_batch batch = { sizeof batch, items, 3, cancel };
+        gufo_decisions_batch batch = { sizeof batch, items, 3, cancel };
         gufo_error_clear(&err);
         GUFO_CHECK_STATUS(decide_iface()->decide(l.model, &batch, &err), GUFO_E_CANCELLED, &err);
         GUFO_CHECK_CONTAINS(err.message, "client disconnected");
@@ -587,8 +587,8 @@ static void test_cancellation(void)
     GUFO_CHECK_STATUS(load_model(embed_provider, model_path, 0, NULL, NULL, &l, &err), GUFO_OK, &err);
     if (l.model) {
         float out[128];
-        gufo_embed_item item = { .text = "hello", .len = 5, .out = out };
-        gufo_embed_batch batch = { sizeof batch, &item, 1, cancel };
+        gufo_embeddings_item item = { .text = "hello", .len = 5, .out = out };
+        gufo_embeddings_batch batch = { sizeof batch, &item, 1, cancel };
         GUFO_CHECK_STATUS(embed_iface()->embed(l.model, &batch, &err), GUFO_E_CANCELLED, &err);
     }
     unload_model(&l);

@@ -351,7 +351,7 @@ static void test_sessions(const char *path, const gufo_options *options)
     GUFO_CHECK_EQ_INT(g.tg->session_length(g.model, a), PROMPT + STEPS - 1);
     gufo_text_snapshot *snap = NULL;
     EXPECT_OK(g.tg->truncate(g.model, a, keep, &err));
-    EXPECT_OK(g.tg->snapshot(g.model, a, &snap, &err));
+    EXPECT_OK(g.tg->snapshot_create(g.model, a, &snap, &err));
     float *again = calloc((size_t)V, sizeof(float));
     gufo_token next = -1;
     /* Position keep holds solo token keep - PROMPT; its logits predict solo token keep - PROMPT + 1. */

@@ -537,7 +537,7 @@ static void test_sessions(void)
     {
         gufo_text_snapshot *snap = NULL;
         EXPECT_OK(tg->truncate(model, s[1], 3, &err));
-        EXPECT_OK(tg->snapshot(model, s[1], &snap, &err));
+        EXPECT_OK(tg->snapshot_create(model, s[1], &snap, &err));
         GUFO_CHECK_EQ_INT(tg->snapshot_length(model, snap), 3);
         EXPECT_OK(tg->prefill(model, s[1], tail, 4, NULL, NULL, &err));
         EXPECT_OK(tg->restore(model, s[1], snap, &err));

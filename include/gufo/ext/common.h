@@ -61,8 +61,8 @@
 #define GUFO_EXT_HAS_SLOT(type, iface, slot) (GUFO_EXT_HAS_FIELD(type, iface, slot) && (iface)->slot != NULL)
 
 /*
- * Room to grow. Structs passed in arrays (gufo_decode_item, gufo_embed_item,
- * gufo_decision_item, gufo_chat_message, gufo_tool_call, and
+ * Room to grow. Structs passed in arrays (gufo_decode_item, gufo_embeddings_item,
+ * gufo_decisions_item, gufo_chat_message, gufo_tool_call, and
  * gufo_step_output, which a decode item holds) end with `uint64_t
  * reserved[N]` instead of starting with struct_size. A later revision of the
  * same minor turns reserved words into fields whose zero value means "as

@@ -26,23 +26,23 @@ typedef struct gufo_decisions_info {
     uint32_t max_input_bytes;        /**< longer inputs fail per item (0 = no limit) */
 } gufo_decisions_info;
 
-/** One input. Host owns buffers. Ends in reserved space. @since 0.2.4 */
-typedef struct gufo_decision_item {
+/** One input (gufo_decision_item before 0.2.5). Host owns buffers. Ends in reserved space. @since 0.2.5 */
+typedef struct gufo_decisions_item {
     const char *text;
     size_t len;
     float *out_scores;               /**< (may be NULL) n_labels probabilities summing to 1 */
     uint32_t out_label;              /**< chosen label index */
     gufo_status status;              /**< per item */
     uint64_t reserved[4];           /**< zero (room to grow, gufo/ext/common.h) */
-} gufo_decision_item;
+} gufo_decisions_item;
 
-/** A batch. @since 0.1.1 */
-typedef struct gufo_decision_batch {
+/** A batch (gufo_decision_batch before 0.2.5). @since 0.2.5 */
+typedef struct gufo_decisions_batch {
     size_t struct_size;
-    gufo_decision_item *items;
+    gufo_decisions_item *items;
     size_t n_items;
     const gufo_cancel *cancel;
-} gufo_decision_batch;
+} gufo_decisions_batch;
 
 /**
  * The interface gufo_provider.iface points at for decisions. Both slots are
@@ -53,7 +53,7 @@ typedef struct gufo_decisions_iface {
     size_t struct_size;
     gufo_status (*get_info)(gufo_model *model, gufo_decisions_info *info);
     /** Classifies every item; per-item failures in item->status. */
-    gufo_status (*decide)(gufo_model *model, const gufo_decision_batch *batch, gufo_error *err);
+    gufo_status (*decide)(gufo_model *model, const gufo_decisions_batch *batch, gufo_error *err);
 } gufo_decisions_iface;
 
 GUFO_EXT_END_DECLS

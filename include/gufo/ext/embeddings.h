@@ -31,8 +31,8 @@ typedef struct gufo_embeddings_info {
     bool normalized;                 /**< outputs are L2-normalised */
 } gufo_embeddings_info;
 
-/** One input of a batch. Host owns buffers. Ends in reserved space. @since 0.2.4 */
-typedef struct gufo_embed_item {
+/** One input of a batch (gufo_embed_item before 0.2.5). Host owns buffers. Ends in reserved space. @since 0.2.5 */
+typedef struct gufo_embeddings_item {
     const char *text;                /**< UTF-8, `len` bytes */
     size_t len;
     uint32_t dimension;              /**< wanted size: 0 = full, else one of info.dimensions */
@@ -40,15 +40,15 @@ typedef struct gufo_embed_item {
     uint32_t *out_tokens;            /**< (may be NULL) tokens the input used, for usage accounting */
     gufo_status status;              /**< per item: GUFO_OK or e.g. GUFO_E_CONTEXT_OVERFLOW */
     uint64_t reserved[4];           /**< zero (room to grow, gufo/ext/common.h) */
-} gufo_embed_item;
+} gufo_embeddings_item;
 
-/** A batch. @since 0.1.1 */
-typedef struct gufo_embed_batch {
+/** A batch (gufo_embed_batch before 0.2.5). @since 0.2.5 */
+typedef struct gufo_embeddings_batch {
     size_t struct_size;
-    gufo_embed_item *items;
+    gufo_embeddings_item *items;
     size_t n_items;
     const gufo_cancel *cancel;
-} gufo_embed_batch;
+} gufo_embeddings_batch;
 
 /**
  * The interface gufo_provider.iface points at for embeddings. Both slots are
@@ -63,7 +63,7 @@ typedef struct gufo_embeddings_iface {
      * the batch; the return value is for failures of the whole step
      * (cancelled, out of memory, device error).
      */
-    gufo_status (*embed)(gufo_model *model, const gufo_embed_batch *batch, gufo_error *err);
+    gufo_status (*embed)(gufo_model *model, const gufo_embeddings_batch *batch, gufo_error *err);
 } gufo_embeddings_iface;
 
 GUFO_EXT_END_DECLS

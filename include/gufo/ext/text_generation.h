@@ -48,7 +48,7 @@ GUFO_EXT_BEGIN_DECLS
 /** Cache capabilities of a session (bit set). @since 0.1.1 */
 typedef enum gufo_cache_caps {
     GUFO_CACHE_TRUNCATE = 1u << 0,  /**< truncate() to any shorter length is cheap and exact */
-    GUFO_CACHE_SNAPSHOT = 1u << 1   /**< snapshot()/restore() are available */
+    GUFO_CACHE_SNAPSHOT = 1u << 1   /**< snapshot_create()/restore() are available */
 } gufo_cache_caps;
 
 /** What the core needs to know to schedule the model. @since 0.1.1 */
@@ -281,8 +281,9 @@ typedef struct gufo_speculative_iface {
  * The text-generation interface a provider points gufo_provider.iface at.
  * Every slot is required unless marked (optional); the registry checks the
  * required ones when the provider loads (since 0.2.2), so a provider lacking
- * one is unavailable, naming the slot.
- * @since 0.1.1
+ * one is unavailable, naming the slot. The slot `snapshot` is called
+ * `snapshot_create` since 0.2.5.
+ * @since 0.2.5
  */
 typedef struct gufo_text_generation_iface {
     size_t struct_size;  /**< sizeof(gufo_text_generation_iface) the provider was built with */
@@ -382,7 +383,7 @@ typedef struct gufo_text_generation_iface {
      * its current length (a multiple of snapshot_granularity). Memory comes
      * from the model's pool under the tag "snapshot".
      */
-    gufo_status (*snapshot)(gufo_model *model, const gufo_text_session *session, gufo_text_snapshot **out,
+    gufo_status (*snapshot_create)(gufo_model *model, const gufo_text_session *session, gufo_text_snapshot **out,
                             gufo_error *err);
     /** (optional) Replaces the session's state with the snapshot's; the snapshot stays valid. */
     gufo_status (*restore)(gufo_model *model, gufo_text_session *session, const gufo_text_snapshot *snapshot,

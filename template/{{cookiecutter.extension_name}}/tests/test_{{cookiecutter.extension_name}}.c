@@ -484,7 +484,7 @@ static void test_cache_reuse(gufo_model *model)
     /* Snapshot at `keep`, wander off, restore, continue. */
     EXPECT_OK(tg->truncate(model, b, (uint32_t)n_keep, &err));
     gufo_text_snapshot *snap = NULL;
-    EXPECT_OK(tg->snapshot(model, b, &snap, &err));
+    EXPECT_OK(tg->snapshot_create(model, b, &snap, &err));
     GUFO_CHECK(tg->snapshot_length(model, snap) == n_keep);
     EXPECT_OK(tg->prefill(model, b, extra, n_extra, NULL, NULL, &err));
     EXPECT_OK(tg->restore(model, b, snap, &err));
