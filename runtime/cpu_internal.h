@@ -104,6 +104,19 @@ gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_amx(gufo_tensor_type type);
 size_t gufo_cpu_tile_acts_bytes(uint64_t cols);
 void gufo_cpu_tile_acts(const uint8_t *acts, size_t act_stride, uint64_t cols, uint32_t block, uint8_t *out);
 
+/* Q8_0 packed in groups of 16 rows (cpu_q8_packed.c explains the layout). A
+ * kernel gets w = the first group of its rows and row_bytes = group bytes / 16
+ * (its rows start at multiples of 16). */
+size_t gufo_cpu_packed_group_bytes(uint64_t cols);
+/** Packs rows 0 .. min(n_rows, 16) - 1 of a Q8_0 matrix (rows row_bytes apart) into one group at `out`. */
+void gufo_cpu_pack_q8_0_group(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols, uint8_t *out);
+/** Row `row` of a packed Q8_0 matrix (groups at `data`, row_bytes = group bytes / 16) as floats. */
+void gufo_cpu_packed_row(const void *data, size_t row_bytes, size_t row, size_t cols, float *out);
+/** The packed kernel for `isa` (AVX-512 VNNI and above, else the generic one); never NULL. */
+gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_packed(gufo_x_cpu_isa isa);
+/** The AMX packed kernel for calls of n_vec >= GUFO_CPU_AMX_MIN_VECTORS (NULL without x86 code). */
+gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_amx_packed(void);
+
 /** Whether the CPU has the VEX-encoded AVX-VNNI (not implied by AVX-512 VNNI). */
 bool gufo_cpu_has_avx_vnni(void);
 

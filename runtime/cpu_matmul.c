@@ -56,14 +56,84 @@ static gufo_cpu_quantize_fn pick_quantize(gufo_x_cpu_isa isa)
     return fn ? fn : gufo_cpu_quantize_generic;
 }
 
-static gufo_cpu_q8_rows_fn pick_rows(gufo_x_cpu_isa isa, gufo_tensor_type type, uint64_t n_vectors)
+static gufo_cpu_q8_rows_fn pick_rows(gufo_x_cpu_isa isa, const gufo_x_cpu_matrix *w, uint64_t n_vectors)
 {
+    const gufo_tensor_type type = w->type;
     gufo_cpu_q8_rows_fn fn = NULL;
+    if (w->layout == GUFO_X_CPU_LAYOUT_PACKED) {
+        if (isa >= GUFO_X_CPU_ISA_AMX && n_vectors >= GUFO_CPU_AMX_MIN_VECTORS)
+            fn = gufo_cpu_q8_rows_amx_packed();
+        return fn ? fn : gufo_cpu_q8_rows_packed(isa);
+    }
     if (isa >= GUFO_X_CPU_ISA_AMX && n_vectors >= GUFO_CPU_AMX_MIN_VECTORS)
         fn = gufo_cpu_q8_rows_amx(type);
     if (!fn)
         fn = gufo_cpu_q8_rows_x86(isa, type);
     return fn ? fn : gufo_cpu_q8_rows_generic(type);
+}
+
+/* ---- packed matrices ----------------------------------------------------------------- */
+
+/* GGUF: the file's row size; packed: a group of 16 rows is 16 row_bytes, so
+ * a task's rows (a multiple of 16 on) start at data + r0 * row_bytes either way. */
+static bool layout_valid(const gufo_x_cpu_matrix *w)
+{
+    if (w->layout == GUFO_X_CPU_LAYOUT_GGUF)
+        return w->row_bytes == gufo_tensor_row_size(w->type, w->cols);
+    return w->layout == GUFO_X_CPU_LAYOUT_PACKED && w->type == GUFO_TENSOR_Q8_0 && w->cols % 32 == 0 &&
+           w->row_bytes * 16 == gufo_cpu_packed_group_bytes(w->cols) && ((uintptr_t)w->data & 63) == 0;
+}
+
+GUFO_EXT_API uint64_t gufo_x_cpu_packed_bytes(const gufo_x_cpu_matrix *w)
+{
+    if (!w || w->layout != GUFO_X_CPU_LAYOUT_GGUF || w->type != GUFO_TENSOR_Q8_0 || w->cols == 0 ||
+        w->cols % 32 != 0 || gufo_x_cpu_isa_active() < GUFO_X_CPU_ISA_AVX512_VNNI)
+        return 0;
+    return (w->rows + 15) / 16 * gufo_cpu_packed_group_bytes(w->cols);
+}
+
+GUFO_EXT_API gufo_status gufo_x_cpu_matrix_row(const gufo_x_cpu_matrix *w, uint64_t row, float *out)
+{
+    if (!w || !w->data || !out || row >= w->rows || !layout_valid(w))
+        return GUFO_E_INVALID_ARGUMENT;
+    if (w->layout == GUFO_X_CPU_LAYOUT_GGUF)
+        return gufo_tensor_dequantize(w->type, (const uint8_t *)w->data + row * w->row_bytes, out, w->cols);
+    gufo_cpu_packed_row(w->data, (size_t)w->row_bytes, (size_t)row, (size_t)w->cols, out);
+    return GUFO_OK;
+}
+
+typedef struct pack_job {
+    const gufo_x_cpu_matrix *w;
+    uint8_t *out;
+} pack_job;
+
+static void pack_task(void *ctx, size_t group, uint32_t thread)
+{
+    (void)thread;
+    const pack_job *job = ctx;
+    const gufo_x_cpu_matrix *w = job->w;
+    const size_t r0 = 16 * group, bytes = gufo_cpu_packed_group_bytes(w->cols);
+    gufo_cpu_pack_q8_0_group((const uint8_t *)w->data + r0 * w->row_bytes, (size_t)w->row_bytes,
+                             (size_t)w->rows - r0, (size_t)w->cols, job->out + group * bytes);
+}
+
+GUFO_EXT_API gufo_status gufo_x_cpu_pack(gufo_x_pool *pool, const gufo_x_cpu_matrix *w, void *out,
+                                         uint64_t out_bytes, gufo_x_cpu_matrix *packed)
+{
+    if (!w || !out || !packed || ((uintptr_t)out & 63) != 0 || !w->data || w->layout != GUFO_X_CPU_LAYOUT_GGUF ||
+        w->row_bytes != gufo_tensor_row_size(w->type, w->cols))
+        return GUFO_E_INVALID_ARGUMENT;
+    const uint64_t need = gufo_x_cpu_packed_bytes(w);
+    if (need == 0)
+        return GUFO_E_UNSUPPORTED;
+    if (out_bytes < need)
+        return GUFO_E_INVALID_ARGUMENT;
+    pack_job job = {.w = w, .out = out};
+    gufo_x_pool_run_work(pool, pack_task, &job, (size_t)((w->rows + 15) / 16), w->rows * w->row_bytes);
+    *packed = (gufo_x_cpu_matrix){.type = w->type, .data = out, .rows = w->rows, .cols = w->cols,
+                                  .row_bytes = gufo_cpu_packed_group_bytes(w->cols) / 16,
+                                  .layout = GUFO_X_CPU_LAYOUT_PACKED};
+    return GUFO_OK;
 }
 
 /* ---- the parallel sections ---------------------------------------------------------- */
@@ -144,16 +214,16 @@ GUFO_EXT_API gufo_status gufo_x_cpu_matmul(gufo_x_pool *pool, const gufo_x_cpu_m
     atomic_init(&job.status, GUFO_OK);
     uint64_t work = 0;
     for (size_t i = 0; i < n_w; i++) {
-        if (!w[i] || !w[i]->data || !y[i] || w[i]->cols != cols || cols == 0 ||
-            w[i]->row_bytes != gufo_tensor_row_size(w[i]->type, cols))
+        if (!w[i] || !w[i]->data || !y[i] || w[i]->cols != cols || cols == 0 || !layout_valid(w[i]))
             return GUFO_E_INVALID_ARGUMENT;
-        if (!gufo_x_cpu_matmul_supports(w[i]->type, numerics))
+        if (!gufo_x_cpu_matmul_supports(w[i]->type, numerics) ||
+            (w[i]->layout == GUFO_X_CPU_LAYOUT_PACKED && numerics != GUFO_X_CPU_Q8))
             return GUFO_E_UNSUPPORTED;
         const uint32_t block = gufo_cpu_q8_block(w[i]->type);
         if (numerics == GUFO_X_CPU_Q8 && block) {
-            job.rows[i] = pick_rows(isa, w[i]->type, n_vectors);
+            job.rows[i] = pick_rows(isa, w[i], n_vectors);
             job.need_block[block == 256] = true;
-            if (job.rows[i] == gufo_cpu_q8_rows_amx(w[i]->type))
+            if (job.rows[i] == gufo_cpu_q8_rows_amx(w[i]->type) || job.rows[i] == gufo_cpu_q8_rows_amx_packed())
                 job.need_tiles[block == 256] = true;
         }
         job.first_task[i + 1] =

@@ -51,6 +51,7 @@ typedef struct fixture {
     float *deq;  /* ROWS x cols, the dequantized weights */
     float *x;    /* MAX_VECS x cols */
     float *ref;  /* MAX_VECS x ROWS, gufo_x_qmatmul */
+    const gufo_x_cpu_matrix *packed; /* set: products use this packed copy */
 } fixture;
 
 static bool make_fixture(fixture *f, gufo_tensor_type type, uint64_t cols)
@@ -127,7 +128,7 @@ static gufo_status product(const fixture *f, gufo_x_pool *pool, gufo_x_cpu_numer
 {
     const gufo_x_cpu_matrix m = {.type = f->type, .data = f->weights, .rows = ROWS, .cols = f->cols,
                                  .row_bytes = f->row_bytes};
-    const gufo_x_cpu_matrix *list[1] = {&m};
+    const gufo_x_cpu_matrix *list[1] = {f->packed ? f->packed : &m};
     float *out[1] = {y};
     const size_t bytes = gufo_x_cpu_matmul_scratch_bytes(f->cols, (uint64_t)n, gufo_x_pool_threads(pool));
     void *scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -156,6 +157,82 @@ static void check_against_reference(const fixture *f, gufo_x_cpu_numerics numeri
     printf("%-5s %-7s cols %5llu: worst error / bound = %.3f\n", what, gufo_tensor_type_name(f->type),
            (unsigned long long)f->cols, worst);
     GUFO_CHECK_EQ_INT(bad, 0);
+}
+
+/* The packed layout (Q8_0 where this CPU has AVX-512 VNNI): packed once, on
+ * three threads, its products give the in-place generic family's bits on
+ * every family (the generic one reads the packed layout too), thread count
+ * and batch split. Elsewhere packing is declined, which is also checked. */
+static void test_packed(fixture *f, const float *base, gufo_x_pool *pool1, gufo_x_pool *pool3)
+{
+    const gufo_x_cpu_matrix m = {.type = f->type, .data = f->weights, .rows = ROWS, .cols = f->cols,
+                                 .row_bytes = f->row_bytes};
+    const uint64_t bytes = gufo_x_cpu_packed_bytes(&m);
+    const bool expected = f->type == GUFO_TENSOR_Q8_0 && gufo_x_cpu_isa_active() >= GUFO_X_CPU_ISA_AVX512_VNNI;
+    GUFO_CHECK_EQ_INT(bytes != 0, expected);
+    if (!bytes) {
+        gufo_x_cpu_matrix unused;
+        uint8_t *out = aligned_alloc(64, 64);
+        GUFO_CHECK_EQ_INT(gufo_x_cpu_pack(pool3, &m, out, 64, &unused), GUFO_E_UNSUPPORTED);
+        free(out);
+        return;
+    }
+    GUFO_CHECK_EQ_INT(bytes % 64, 0);
+    GUFO_CHECK(bytes <= (ROWS + 15) / 16 * 16 * (f->row_bytes + 64)); /* about the file's size */
+    uint8_t *out = aligned_alloc(64, bytes);
+    gufo_x_cpu_matrix packed;
+    GUFO_CHECK_EQ_INT(gufo_x_cpu_pack(pool3, &m, out, bytes - 1, &packed), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_x_cpu_pack(pool3, &m, out + 1, bytes, &packed), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_x_cpu_pack(pool3, &m, out, bytes, &packed), GUFO_OK);
+    GUFO_CHECK_EQ_INT(packed.layout, GUFO_X_CPU_LAYOUT_PACKED);
+    GUFO_CHECK(packed.data == out && packed.rows == ROWS && packed.cols == f->cols && packed.type == f->type);
+    gufo_x_cpu_matrix again;
+    GUFO_CHECK_EQ_INT(gufo_x_cpu_pack(pool3, &packed, out, bytes, &again), GUFO_E_INVALID_ARGUMENT);
+    f->packed = &packed;
+
+    const size_t out_bytes = MAX_VECS * ROWS * sizeof(float);
+    float *y = malloc(out_bytes);
+    GUFO_CHECK_EQ_INT(product(f, pool1, GUFO_X_CPU_EXACT, 0, MAX_VECS, y), GUFO_E_UNSUPPORTED);
+    static const int splits[] = {1, 2, 3, 5, 16, 37};
+    const gufo_x_cpu_isa best = gufo_x_cpu_isa_supported();
+    for (int isa = GUFO_X_CPU_ISA_GENERIC; isa <= (int)best; isa++) {
+        if ((int)gufo_x_cpu_isa_limit((gufo_x_cpu_isa)isa) != isa)
+            continue;
+        for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++) {
+            const int n = splits[s];
+            memset(y, 0xff, out_bytes);
+            for (int v0 = 0; v0 < MAX_VECS; v0 += n) {
+                const int nv = MAX_VECS - v0 < n ? MAX_VECS - v0 : n;
+                GUFO_CHECK_EQ_INT(product(f, s % 2 ? pool3 : pool1, GUFO_X_CPU_Q8, v0, nv, y + v0 * ROWS), GUFO_OK);
+            }
+            if (memcmp(base, y, out_bytes) != 0) {
+                int shown = 0;
+                for (int i = 0; i < MAX_VECS * ROWS && shown < 3; i++)
+                    if (memcmp(&base[i], &y[i], sizeof(float)) != 0 && ++shown)
+                        fprintf(stderr, "packed %s cols %llu on %s, %d vectors a call: vec %d row %d: %.9g, want %.9g\n",
+                                gufo_tensor_type_name(f->type), (unsigned long long)f->cols,
+                                gufo_x_cpu_isa_name((gufo_x_cpu_isa)isa), n, i / ROWS, i % ROWS, y[i], base[i]);
+                GUFO_CHECK(!"packed result differs from the in-place generic family's");
+            }
+        }
+    }
+    gufo_x_cpu_isa_limit(GUFO_X_CPU_ISA_AMX);
+    /* Rows read back from the packed copy are the file's weights, bit for bit. */
+    float *row = malloc(f->cols * sizeof(float));
+    for (uint64_t r = 0; r < ROWS; r++) {
+        GUFO_CHECK_EQ_INT(gufo_x_cpu_matrix_row(&packed, r, row), GUFO_OK);
+        GUFO_CHECK(memcmp(row, f->deq + r * f->cols, f->cols * sizeof(float)) == 0);
+    }
+    GUFO_CHECK_EQ_INT(gufo_x_cpu_matrix_row(&packed, ROWS, row), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_x_cpu_matrix_row(&m, ROWS - 1, row), GUFO_OK);
+    GUFO_CHECK(memcmp(row, f->deq + (ROWS - 1) * f->cols, f->cols * sizeof(float)) == 0);
+    free(row);
+    printf("packed %-7s cols %5llu: %llu bytes (file %llu), same bits on every family\n",
+           gufo_tensor_type_name(f->type), (unsigned long long)f->cols, (unsigned long long)bytes,
+           (unsigned long long)(ROWS * f->row_bytes));
+    f->packed = NULL;
+    free(y);
+    free(out);
 }
 
 static void test_type(gufo_tensor_type type, uint64_t cols, gufo_x_pool *pool1, gufo_x_pool *pool3)
@@ -216,6 +293,7 @@ static void test_type(gufo_tensor_type type, uint64_t cols, gufo_x_pool *pool1, 
     }
     free(family);
     gufo_x_cpu_isa_limit(GUFO_X_CPU_ISA_AMX);
+    test_packed(&f, base, pool1, pool3);
     free(base);
     free(y);
     free_fixture(&f);

@@ -277,8 +277,7 @@ gufo_status qwen_forward(qwen_engine *e, const qwen_row *rows, size_t n_rows, co
     for (size_t r = 0; r < n_rows; r++) {
         if (rows[r].pos >= rows[r].kv->capacity || rows[r].pos >= e->max_positions)
             return gufo_error_set(err, GUFO_E_INTERNAL, "qwen forward: position %u has no cache slot", rows[r].pos);
-        const uint8_t *src = (const uint8_t *)embd->data + (size_t)rows[r].token * embd->row_bytes;
-        gufo_status st = gufo_tensor_dequantize(embd->type, src, e->x + r * D, D);
+        gufo_status st = gufo_x_cpu_matrix_row(embd, rows[r].token, e->x + r * D);
         if (st != GUFO_OK)
             return gufo_error_set(err, GUFO_E_INTERNAL, "qwen forward: token_embd.weight row %d: %s",
                                   (int)rows[r].token, gufo_status_str(st));

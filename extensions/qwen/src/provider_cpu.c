@@ -113,11 +113,16 @@ static gufo_status qwen_create(void *userdata, const gufo_model_params *params, 
         goto fail;
     if ((st = qwen_engine_choose_numerics(&model->engine, params->options, err)) != GUFO_OK)
         goto fail;
+    if (model->engine.numerics == GUFO_X_CPU_Q8 &&
+        (st = qwen_weights_pack(&model->weights, hp, model->memory, model->pool, err)) != GUFO_OK)
+        goto fail;
 
     gufo_log(GUFO_LOG_DEBUG, QWEN_PROVIDER_ID,
-             "loaded %s: %u layers, hidden %u, %u/%u heads of %u, ffn %u, vocab %u, context %u, %u threads%s",
+             "loaded %s: %u layers, hidden %u, %u/%u heads of %u, ffn %u, vocab %u, context %u, %u threads%s, "
+             "%llu MiB of matrices packed",
              params->path, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim_k, hp->n_ff, hp->n_vocab,
-             model->context_length, n_threads, hp->tied_output ? ", tied output" : "");
+             model->context_length, n_threads, hp->tied_output ? ", tied output" : "",
+             (unsigned long long)(model->weights.packed_bytes >> 20));
     *out = qwen_to_handle(model);
     return GUFO_OK;
 

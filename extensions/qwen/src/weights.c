@@ -1,8 +1,11 @@
 /* weights.c — resolving tensors in the mapping and copying the norms (weights.h). */
+#define _DEFAULT_SOURCE /* madvise */
 #include "weights.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static gufo_status find(const gufo_gguf *gguf, const char *name, gufo_tensor_info *info, gufo_error *err)
 {
@@ -134,8 +137,89 @@ gufo_status qwen_weights_load(const gufo_gguf *gguf, const qwen_hparams *hp, guf
     return st;
 }
 
+/* A packed matrix's rows in the mapping are not read again: give their whole
+ * pages back to the kernel (the file stays in the page cache, reclaimable)
+ * and return the bytes of mapping that no longer count against the budget
+ * (0 where madvise declines). */
+static uint64_t release_pages(const qwen_matrix *m)
+{
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return 0;
+    const uintptr_t start = (uintptr_t)m->data, end = start + (uintptr_t)(m->rows * m->row_bytes);
+    const uintptr_t first = (start + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1), last = end & ~(uintptr_t)(page - 1);
+    if (last <= first || madvise((void *)first, last - first, MADV_DONTNEED) != 0)
+        return 0;
+    return m->rows * m->row_bytes;
+}
+
+/* The matrices qwen_weights_pack considers, in the order their copies are laid out. */
+static size_t packable(qwen_weights *w, const qwen_hparams *hp, qwen_matrix **out)
+{
+    size_t n = 0;
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        qwen_layer *l = &w->layers[il];
+        qwen_matrix *each[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->gate, &l->up, &l->down};
+        for (size_t i = 0; i < sizeof each / sizeof each[0]; i++)
+            if (gufo_x_cpu_packed_bytes(each[i]))
+                out[n++] = each[i];
+    }
+    /* token_embd is also the embedding table: its rows are looked up with
+     * gufo_x_cpu_matrix_row(), which reads either layout. Tied, output is the
+     * same matrix, packed once. */
+    if (gufo_x_cpu_packed_bytes(&w->token_embd))
+        out[n++] = &w->token_embd;
+    if (!hp->tied_output && gufo_x_cpu_packed_bytes(&w->output))
+        out[n++] = &w->output;
+    return n;
+}
+
+gufo_status qwen_weights_pack(qwen_weights *w, const qwen_hparams *hp, gufo_memory *memory, gufo_x_pool *pool,
+                              gufo_error *err)
+{
+    const size_t most = 7ull * hp->n_layer + 2;
+    void *lists = NULL;
+    gufo_status st = gufo_memory_alloc(memory, GUFO_MEMORY_HOST, most * (sizeof(qwen_matrix *) + sizeof(qwen_matrix)),
+                                       0, "scratch", &lists, err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "qwen weights: packing");
+    qwen_matrix *packed = lists, **list = (qwen_matrix **)(void *)(packed + most);
+    const size_t n = packable(w, hp, list);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += gufo_x_cpu_packed_bytes(list[i]);
+    void *block = NULL;
+    if (n && (st = gufo_memory_alloc(memory, GUFO_MEMORY_HOST, (size_t)bytes, 64, "weights", &block, err)) != GUFO_OK)
+        gufo_error_prefix(err, st, "qwen weights: %llu bytes of packed Q8_0 matrices", (unsigned long long)bytes);
+    for (size_t i = 0, at = 0; st == GUFO_OK && i < n; i++) {
+        const uint64_t size = gufo_x_cpu_packed_bytes(list[i]);
+        if ((st = gufo_x_cpu_pack(pool, list[i], (uint8_t *)block + at, size, &packed[i])) != GUFO_OK)
+            gufo_error_set(err, st, "qwen weights: packing a %s matrix of %llu x %llu",
+                           gufo_tensor_type_name(list[i]->type), (unsigned long long)list[i]->rows,
+                           (unsigned long long)list[i]->cols);
+        at += (size_t)size;
+    }
+    if (st == GUFO_OK) { /* only now: a failure half-way leaves every matrix in the mapping */
+        uint64_t released = 0;
+        for (size_t i = 0; i < n; i++) {
+            released += release_pages(list[i]);
+            *list[i] = packed[i];
+        }
+        if (hp->tied_output)
+            w->output = w->token_embd;
+        gufo_memory_uncharge(memory, GUFO_MEMORY_HOST, released, "weights");
+        w->charged -= released;
+        w->packed = block;
+        w->packed_bytes = bytes;
+    } else
+        gufo_memory_free(memory, block);
+    gufo_memory_free(memory, lists);
+    return st;
+}
+
 void qwen_weights_free(gufo_memory *memory, qwen_weights *w)
 {
+    gufo_memory_free(memory, w->packed);
     if (w->charged)
         gufo_memory_uncharge(memory, GUFO_MEMORY_HOST, w->charged, "weights");
     gufo_memory_free(memory, w->vectors);

@@ -105,7 +105,28 @@ typedef struct gufo_x_cpu_matrix {
     const void *data;
     uint64_t rows, cols;
     uint64_t row_bytes;
+    /** GUFO_X_CPU_LAYOUT_GGUF (0, so a zeroed field means the file's rows)
+     *  or GUFO_X_CPU_LAYOUT_PACKED (written by gufo_x_cpu_pack()). @since 0.2.6 */
+    uint32_t layout;
 } gufo_x_cpu_matrix;
+
+/**
+ * Where a matrix's bytes come from.
+ *  - GUFO_X_CPU_LAYOUT_GGUF: the file's rows, read in place (row_bytes =
+ *    gufo_tensor_row_size(type, cols)).
+ *  - GUFO_X_CPU_LAYOUT_PACKED: the rows rearranged by gufo_x_cpu_pack() for
+ *    this process's kernels (groups of 16 rows interleaved so a vector load
+ *    holds all 16 rows' next values: no loads across cache lines, no sums
+ *    across lanes; for AMX the groups are tiles as they lie). The same
+ *    products bit for bit as the GGUF layout; faster where
+ *    gufo_x_cpu_packed_bytes() says so. A private format: not for files, and
+ *    it may change between revisions.
+ * @since 0.2.6
+ */
+typedef enum gufo_x_cpu_layout {
+    GUFO_X_CPU_LAYOUT_GGUF = 0,
+    GUFO_X_CPU_LAYOUT_PACKED = 1
+} gufo_x_cpu_layout;
 
 /** Most matrices one gufo_x_cpu_matmul() call takes. @since 0.1.14 */
 #define GUFO_X_CPU_MATMUL_MAX 4
@@ -145,6 +166,45 @@ GUFO_EXT_API size_t gufo_x_cpu_matmul_scratch_bytes(uint64_t max_cols, uint64_t 
 GUFO_EXT_API gufo_status gufo_x_cpu_matmul(gufo_x_pool *pool, const gufo_x_cpu_matrix *const *w, size_t n_w,
                                            const float *x, uint64_t n_vectors, float *const *y,
                                            gufo_x_cpu_numerics numerics, void *scratch, size_t scratch_bytes);
+
+/**
+ * Bytes gufo_x_cpu_pack() writes for `w` (GGUF layout), or 0 when packing
+ * would not make its products faster here: a type without packed kernels
+ * (today only Q8_0 has them), a width that is not a multiple of 32, or an
+ * active instruction set below AVX-512 VNNI (gufo_x_cpu_isa_active()). A
+ * provider packs at load what this says to, and keeps the others in place.
+ * About the matrix's size in the file (rows rounded up to 16).
+ * @since 0.2.6
+ */
+GUFO_EXT_API uint64_t gufo_x_cpu_packed_bytes(const gufo_x_cpu_matrix *w);
+
+/**
+ * Writes `w` (GGUF layout) to `out` in the packed layout, split over `pool`
+ * (NULL: the calling thread), and fills `*packed` to describe it: the same
+ * type, rows and cols, data = out, layout = GUFO_X_CPU_LAYOUT_PACKED. `out`
+ * is 64-byte aligned and gufo_x_cpu_packed_bytes(w) bytes; the caller owns it
+ * and keeps it for as long as `packed` is used. `w`'s memory is only read
+ * (it may be unmapped afterwards).
+ *
+ * Errors (nothing written to *packed then): GUFO_E_INVALID_ARGUMENT for NULL
+ * pointers, a misaligned or short `out`, or a matrix that is not in the GGUF
+ * layout; GUFO_E_UNSUPPORTED when gufo_x_cpu_packed_bytes(w) is 0.
+ * @since 0.2.6
+ */
+GUFO_EXT_API gufo_status gufo_x_cpu_pack(gufo_x_pool *pool, const gufo_x_cpu_matrix *w, void *out,
+                                         uint64_t out_bytes, gufo_x_cpu_matrix *packed);
+
+/**
+ * Row `row` of `w` (either layout) decoded to `cols` floats at `out`: the
+ * weights exactly as gufo_tensor_dequantize() gives them from the file, so a
+ * matrix that is also an embedding table (an output tied to token_embd) can
+ * be packed once and looked up from the packed copy.
+ * Errors: GUFO_E_INVALID_ARGUMENT for NULL pointers, a row out of range or
+ * an invalid matrix; GUFO_E_UNSUPPORTED for a type gufo_tensor_dequantize()
+ * does not decode.
+ * @since 0.2.6
+ */
+GUFO_EXT_API gufo_status gufo_x_cpu_matrix_row(const gufo_x_cpu_matrix *w, uint64_t row, float *out);
 
 /* ---- attention ------------------------------------------------------------------ */
 
