@@ -138,19 +138,16 @@ gufo_status qwen_weights_load(const gufo_gguf *gguf, const qwen_hparams *hp, guf
 }
 
 /* A packed matrix's rows in the mapping are not read again: give their whole
- * pages back to the kernel (the file stays in the page cache, reclaimable)
- * and return the bytes of mapping that no longer count against the budget
- * (0 where madvise declines). */
-static uint64_t release_pages(const qwen_matrix *m)
+ * pages back to the kernel (the file stays in the page cache, reclaimable). */
+static void release_pages(const qwen_matrix *m)
 {
     const long page = sysconf(_SC_PAGESIZE);
     if (page <= 0)
-        return 0;
+        return;
     const uintptr_t start = (uintptr_t)m->data, end = start + (uintptr_t)(m->rows * m->row_bytes);
     const uintptr_t first = (start + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1), last = end & ~(uintptr_t)(page - 1);
-    if (last <= first || madvise((void *)first, last - first, MADV_DONTNEED) != 0)
-        return 0;
-    return m->rows * m->row_bytes;
+    if (last > first)
+        (void)madvise((void *)first, last - first, MADV_DONTNEED);
 }
 
 /* The matrices qwen_weights_pack considers, in the order their copies are laid out. */
@@ -185,9 +182,15 @@ gufo_status qwen_weights_pack(qwen_weights *w, const qwen_hparams *hp, gufo_memo
         return gufo_error_prefix(err, st, "qwen weights: packing");
     qwen_matrix *packed = lists, **list = (qwen_matrix **)(void *)(packed + most);
     const size_t n = packable(w, hp, list);
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
+    uint64_t bytes = 0, mapped = 0;
+    for (size_t i = 0; i < n; i++) {
         bytes += gufo_x_cpu_packed_bytes(list[i]);
+        mapped += list[i]->rows * list[i]->row_bytes;
+    }
+    /* The copies replace these matrices' pages of the mapping in the budget
+     * before they are allocated, so the model's peak is its steady state
+     * (about the file), not the mapping and the copies at once. */
+    gufo_memory_uncharge(memory, GUFO_MEMORY_HOST, mapped, "weights");
     void *block = NULL;
     if (n && (st = gufo_memory_alloc(memory, GUFO_MEMORY_HOST, (size_t)bytes, 64, "weights", &block, err)) != GUFO_OK)
         gufo_error_prefix(err, st, "qwen weights: %llu bytes of packed Q8_0 matrices", (unsigned long long)bytes);
@@ -200,19 +203,21 @@ gufo_status qwen_weights_pack(qwen_weights *w, const qwen_hparams *hp, gufo_memo
         at += (size_t)size;
     }
     if (st == GUFO_OK) { /* only now: a failure half-way leaves every matrix in the mapping */
-        uint64_t released = 0;
         for (size_t i = 0; i < n; i++) {
-            released += release_pages(list[i]);
+            release_pages(list[i]);
             *list[i] = packed[i];
         }
         if (hp->tied_output)
             w->output = w->token_embd;
-        gufo_memory_uncharge(memory, GUFO_MEMORY_HOST, released, "weights");
-        w->charged -= released;
+        w->charged -= mapped;
         w->packed = block;
         w->packed_bytes = bytes;
-    } else
+    } else {
         gufo_memory_free(memory, block);
+        /* the mapping is what the model reads again: charged as before (it fitted then) */
+        gufo_error tmp;
+        (void)gufo_memory_charge(memory, GUFO_MEMORY_HOST, mapped, "weights", &tmp);
+    }
     gufo_memory_free(memory, lists);
     return st;
 }

@@ -54,7 +54,8 @@ gufo_status qwen_weights_load(const gufo_gguf *gguf, const qwen_hparams *hp, guf
  * kernels multiply faster packed (gufo_x_cpu_packed_bytes(): Q8_0 on AVX-512
  * VNNI and above) by a packed copy in one pool allocation under "weights"
  * (about their size in the file), written over `pool`, and gives the
- * mapping's pages of those matrices back (madvise; uncharged). Only for the
+ * mapping's pages of those matrices back (madvise; uncharged before the
+ * copies are allocated, so the peak stays the steady state). Only for the
  * Q8 numerics (packed matrices take no other). token_embd is packed too (the
  * embedding lookup reads its rows with gufo_x_cpu_matrix_row()); a tied
  * output is then the same packed matrix. Nothing packed (and nothing
