@@ -104,6 +104,9 @@ gufo_cpu_q8_rows_fn gufo_cpu_q8_rows_amx(gufo_tensor_type type);
 size_t gufo_cpu_tile_acts_bytes(uint64_t cols);
 void gufo_cpu_tile_acts(const uint8_t *acts, size_t act_stride, uint64_t cols, uint32_t block, uint8_t *out);
 
+/** The little-endian half-precision value at `p` as a float, exactly (cpu_q8_generic.c). */
+float gufo_cpu_f16_at(const uint8_t *p);
+
 /* Q8_0 packed in groups of 16 rows (cpu_q8_packed.c explains the layout). A
  * kernel gets w = the first group of its rows and row_bytes = group bytes / 16
  * (its rows start at multiples of 16). */

@@ -102,7 +102,7 @@ void gufo_cpu_quantize_generic(const float *x, uint64_t cols, uint32_t block, vo
 
 /* ---- scalar helpers ------------------------------------------------------------ */
 
-static float f16_at(const uint8_t *p)
+float gufo_cpu_f16_at(const uint8_t *p)
 {
     const uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
     const uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
@@ -140,7 +140,7 @@ static float dot_q8_0(const uint8_t *w, size_t cols, gufo_cpu_acts a)
         int32_t isum = 0;
         for (int i = 0; i < 32; i++)
             isum += wq[i] * aq[i];
-        acc = fmaf((float)isum, f16_at(w) * a.d[b], acc);
+        acc = fmaf((float)isum, gufo_cpu_f16_at(w) * a.d[b], acc);
     }
     return acc;
 }
@@ -154,7 +154,7 @@ static float dot_q4_0(const uint8_t *w, size_t cols, gufo_cpu_acts a)
         for (int i = 0; i < 16; i++)
             isum += (w[2 + i] & 0x0f) * aq[i] + (w[2 + i] >> 4) * aq[i + 16];
         isum -= 8 * (a.s16[2 * b] + a.s16[2 * b + 1]);
-        acc = fmaf((float)isum, f16_at(w) * a.d[b], acc);
+        acc = fmaf((float)isum, gufo_cpu_f16_at(w) * a.d[b], acc);
     }
     return acc;
 }
@@ -187,8 +187,8 @@ static float dot_q45_k(const uint8_t *w, size_t cols, gufo_cpu_acts a, bool five
         for (int j = 0; j < 8; j++)
             s2 += m[j] * (as[2 * j] + as[2 * j + 1]);
         const float da = a.d[b];
-        acc = fmaf((float)s1, f16_at(w) * da, acc);
-        acc = fmaf(-(float)s2, f16_at(w + 2) * da, acc);
+        acc = fmaf((float)s1, gufo_cpu_f16_at(w) * da, acc);
+        acc = fmaf(-(float)s2, gufo_cpu_f16_at(w + 2) * da, acc);
     }
     return acc;
 }
@@ -219,7 +219,7 @@ static float dot_q6_k(const uint8_t *w, size_t cols, gufo_cpu_acts a)
         int32_t isum = 0;
         for (int g = 0; g < 16; g++)
             isum += sc[g] * (group[g] - 32 * as[g]);
-        acc = fmaf((float)isum, f16_at(w + 208) * a.d[b], acc);
+        acc = fmaf((float)isum, gufo_cpu_f16_at(w + 208) * a.d[b], acc);
     }
     return acc;
 }

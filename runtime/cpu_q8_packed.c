@@ -70,19 +70,6 @@ void gufo_cpu_pack_q8_0_group(const uint8_t *w, size_t row_bytes, size_t n_rows,
 
 /* ---- generic kernel (the reference layout reader) ---------------------------------------- */
 
-static float f16_to_float(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    if (exp == 0) {
-        const float v = (float)mant * 5.9604644775390625e-8f; /* mant * 2^-24, exact */
-        return sign ? -v : v;
-    }
-    const uint32_t bits = exp == 0x1f ? sign | 0x7f800000 | (mant << 13) : sign | ((exp + 112) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 /* w: the first of the groups holding rows 0 .. n_rows-1 (row_bytes = group bytes / 16). */
 static void rows_packed_generic(const uint8_t *w, size_t row_bytes, size_t n_rows, size_t cols, const uint8_t *acts,
                                 size_t act_stride, size_t n_vec, float *y, size_t y_stride, void *buf)
@@ -99,8 +86,7 @@ static void rows_packed_generic(const uint8_t *w, size_t row_bytes, size_t n_row
                     int32_t isum = 0;
                     for (size_t k = 0; k < 32; k++)
                         isum += ((int32_t)quants[512 * b + 64 * (k / 4) + 4 * r + k % 4] - 128) * a.q[32 * b + k];
-                    const uint16_t h = (uint16_t)(g[32 * b + 2 * r] | g[32 * b + 2 * r + 1] << 8);
-                    acc = fmaf((float)isum, f16_to_float(h) * a.d[b], acc);
+                    acc = fmaf((float)isum, gufo_cpu_f16_at(g + 32 * b + 2 * r) * a.d[b], acc);
                 }
                 y[v * y_stride + r0 + r] = acc;
             }
@@ -113,7 +99,7 @@ void gufo_cpu_packed_row(const void *data, size_t row_bytes, size_t row, size_t 
     const size_t nb = cols / 32, r = row % 16;
     const uint8_t *g = (const uint8_t *)data + row / 16 * 16 * row_bytes, *quants = g + scales_bytes(nb);
     for (size_t b = 0; b < nb; b++) {
-        const float d = f16_to_float((uint16_t)(g[32 * b + 2 * r] | g[32 * b + 2 * r + 1] << 8));
+        const float d = gufo_cpu_f16_at(g + 32 * b + 2 * r);
         for (size_t k = 0; k < 32; k++)
             out[32 * b + k] = d * (float)((int32_t)quants[512 * b + 64 * (k / 4) + 4 * r + k % 4] - 128);
     }
