@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "conformance.h"
+#include <gufo/ext/gguf_writer.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -86,7 +87,7 @@ gufo_status conf_gguf_data_start(const char *path, uint64_t *out, gufo_error *er
     gufo_gguf *g = NULL;
     st = gufo_gguf_open_memory(buf, n, GUFO_GGUF_OPEN_MAP, &g, err);
     if (st == GUFO_OK) {
-        gufo_tensor_info info;
+        gufo_gguf_tensor_info info;
         const void *data = NULL;
         if (gufo_gguf_tensor_count(g) == 0) {
             st = gufo_error_set(err, GUFO_E_FORMAT, "%s has no tensors", path);
@@ -106,7 +107,7 @@ void conf_gguf_tensor_extent(const char *path, uint64_t *total, uint64_t *end)
     gufo_gguf *g = NULL;
     if (gufo_gguf_open(path, GUFO_GGUF_OPEN_METADATA, &g, NULL) == GUFO_OK) {
         for (uint64_t i = 0; i < gufo_gguf_tensor_count(g); i++) {
-            gufo_tensor_info info;
+            gufo_gguf_tensor_info info;
             if (gufo_gguf_tensor_at(g, i, &info) != GUFO_OK) continue;
             sum += info.size;
             if (info.offset + info.size > last) last = info.offset + info.size;
@@ -119,7 +120,7 @@ void conf_gguf_tensor_extent(const char *path, uint64_t *total, uint64_t *end)
 
 /* The tensor's data for its new type: values converted through float32 for
  * the types the runtime converts, zero bytes otherwise. */
-static gufo_status retype(const gufo_tensor_info *info, const void *data, gufo_tensor_type type, void **out,
+static gufo_status retype(const gufo_gguf_tensor_info *info, const void *data, gufo_tensor_type type, void **out,
                           gufo_error *err)
 {
     uint64_t rows = info->n_elements / info->dims[0];
@@ -151,7 +152,7 @@ static bool names(const char *pattern, const char *name)
     return pattern && (strcmp(pattern, "*") == 0 || strcmp(pattern, name) == 0);
 }
 
-static gufo_status copy_tensor(const gufo_gguf *g, gufo_gguf_writer *w, const gufo_tensor_info *info,
+static gufo_status copy_tensor(const gufo_gguf *g, gufo_gguf_writer *w, const gufo_gguf_tensor_info *info,
                                const conf_gguf_edit *edit, gufo_error *err)
 {
     const void *data = NULL;
@@ -222,7 +223,7 @@ gufo_status conf_gguf_rewrite(const char *src, const char *dst, const conf_gguf_
     if (st == GUFO_OK && !have_arch && edit->set_architecture)
         st = gufo_gguf_writer_set_string(w, "general.architecture", edit->set_architecture);
     for (uint64_t i = 0; i < gufo_gguf_tensor_count(g) && st == GUFO_OK; i++) {
-        gufo_tensor_info info;
+        gufo_gguf_tensor_info info;
         gufo_gguf_tensor_at(g, i, &info);
         if (names(edit->drop_tensor, info.name)) continue;
         st = copy_tensor(g, w, &info, edit, err);

@@ -106,7 +106,7 @@ static size_t tensor_names(const char *path, char names[][128], size_t cap, bool
     named_size *all = calloc(count ? count : 1, sizeof *all);
     size_t n = 0;
     for (uint64_t i = 0; all && i < count; i++) {
-        gufo_tensor_info info;
+        gufo_gguf_tensor_info info;
         if (gufo_gguf_tensor_at(g, i, &info) != GUFO_OK || (two_d_only && info.n_dims < 2)) continue;
         snprintf(all[n].name, sizeof all[n].name, "%s", info.name);
         all[n++].size = info.size;

@@ -96,7 +96,7 @@ int host_model_select(const gufo_registry *registry, gufo_capability capability,
         gufo_gguf_value declared;
         if (arch[0])
             host_error("No %s provider found for model architecture '%s'", capability_label(capability), arch);
-        else if (gufo_gguf_find(gufo_artifact_gguf(out->artifact), "general.architecture", &declared) == GUFO_OK &&
+        else if (gufo_gguf_find_kv(gufo_artifact_gguf(out->artifact), "general.architecture", &declared) == GUFO_OK &&
                  declared.type != GUFO_GGUF_STRING)
             host_error("No %s provider found for a model whose general.architecture has type %s; expected string",
                        capability_label(capability), gufo_gguf_type_name(declared.type));

@@ -33,7 +33,7 @@ static gufo_status read_architecture(gufo_artifact *a)
 {
     a->architecture = "";
     gufo_gguf_value value;
-    if (gufo_gguf_find(a->gguf, "general.architecture", &value) != GUFO_OK) return GUFO_OK;
+    if (gufo_gguf_find_kv(a->gguf, "general.architecture", &value) != GUFO_OK) return GUFO_OK;
     if (value.type != GUFO_GGUF_STRING || !value.v.str.data) return GUFO_OK;
     char shown[ARCHITECTURE_SHOWN_MAX];
     if (!gufo__escape_text(value.v.str.data, value.v.str.len, shown, sizeof shown)) {

@@ -15,7 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,7 +99,7 @@ typedef struct kv_entry {
 } kv_entry;
 
 typedef struct tensor_entry {
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     uint64_t offset_field; /* file offset of the info's data-offset field */
 } tensor_entry;
 
@@ -693,7 +693,7 @@ static gufo_status parse_metadata(parser *p, uint64_t n_kv)
 
 static gufo_status parse_dims(parser *p, tensor_entry *t)
 {
-    gufo_tensor_info *ti = &t->info;
+    gufo_gguf_tensor_info *ti = &t->info;
     uint64_t at = p->pos;
     gufo_status st = read_u32(p, "tensor dimension count", &ti->n_dims);
     if (st != GUFO_OK) return st;
@@ -716,7 +716,7 @@ static gufo_status parse_dims(parser *p, tensor_entry *t)
 
 static gufo_status parse_tensor_type(parser *p, tensor_entry *t)
 {
-    gufo_tensor_info *ti = &t->info;
+    gufo_gguf_tensor_info *ti = &t->info;
     uint64_t at = p->pos;
     uint32_t type = 0;
     gufo_status st = read_u32(p, "tensor type", &type);
@@ -790,7 +790,7 @@ static gufo_status check_overlaps(parser *p)
     qsort(order, (size_t)g->n_tensors, sizeof *order, by_offset);
     gufo_status st = GUFO_OK;
     for (uint64_t i = 1; i < g->n_tensors && st == GUFO_OK; i++) {
-        const gufo_tensor_info *a = &order[i - 1]->info, *b = &order[i]->info;
+        const gufo_gguf_tensor_info *a = &order[i - 1]->info, *b = &order[i]->info;
         if (a->offset + a->size > b->offset) /* no overflow: both passed the bounds check */
             st = FAIL(p, order[i]->offset_field, "tensors '%s' and '%s' overlap: '%s' uses data-region bytes [%" PRIu64
                       ", %" PRIu64 ") and '%s' starts at %" PRIu64, a->name, b->name, a->name, a->offset,
@@ -973,7 +973,7 @@ static const kv_entry *find_kv(const gufo_gguf *g, const char *key)
     return i == UINT64_MAX ? NULL : &g->kvs[i];
 }
 
-GUFO_EXT_API gufo_status gufo_gguf_find(const gufo_gguf *g, const char *key, gufo_gguf_value *value)
+GUFO_EXT_API gufo_status gufo_gguf_find_kv(const gufo_gguf *g, const char *key, gufo_gguf_value *value)
 {
     if (!g || !key) return GUFO_E_INVALID_ARGUMENT;
     const kv_entry *e = find_kv(g, key);
@@ -1201,14 +1201,14 @@ GUFO_EXT_API gufo_status gufo_gguf_array_f64(const gufo_gguf *g, const gufo_gguf
 
 /* ---- Tensors ------------------------------------------------------------------ */
 
-GUFO_EXT_API gufo_status gufo_gguf_tensor_at(const gufo_gguf *g, uint64_t index, gufo_tensor_info *out)
+GUFO_EXT_API gufo_status gufo_gguf_tensor_at(const gufo_gguf *g, uint64_t index, gufo_gguf_tensor_info *out)
 {
     if (!g || index >= g->n_tensors) return GUFO_E_INVALID_ARGUMENT;
     if (out) *out = g->tensors[index].info;
     return GUFO_OK;
 }
 
-GUFO_EXT_API gufo_status gufo_gguf_find_tensor(const gufo_gguf *g, const char *name, gufo_tensor_info *out)
+GUFO_EXT_API gufo_status gufo_gguf_find_tensor(const gufo_gguf *g, const char *name, gufo_gguf_tensor_info *out)
 {
     if (!g || !name) return GUFO_E_INVALID_ARGUMENT;
     uint64_t i = index_find(g, &g->tensor_index, tensor_name, name);
@@ -1217,7 +1217,7 @@ GUFO_EXT_API gufo_status gufo_gguf_find_tensor(const gufo_gguf *g, const char *n
     return GUFO_OK;
 }
 
-GUFO_EXT_API gufo_status gufo_gguf_tensor_data(const gufo_gguf *g, const gufo_tensor_info *info, const void **data,
+GUFO_EXT_API gufo_status gufo_gguf_tensor_data(const gufo_gguf *g, const gufo_gguf_tensor_info *info, const void **data,
                                                gufo_error *err)
 {
     if (!g || !info || !data)

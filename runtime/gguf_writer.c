@@ -14,7 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -390,7 +390,7 @@ GUFO_EXT_API gufo_status gufo_gguf_writer_copy_value(gufo_gguf_writer *w, const 
     gufo_gguf_value found;
     if (!value) {
         if (!src) return GUFO_E_INVALID_ARGUMENT;
-        if ((st = gufo_gguf_find(src, key, &found)) != GUFO_OK) return st;
+        if ((st = gufo_gguf_find_kv(src, key, &found)) != GUFO_OK) return st;
         value = &found;
     }
     if (is_alignment_key(key)) {

@@ -562,7 +562,7 @@ static void decline_list_start(decline_list *list, gufo_capability capability, c
     if (arch[0])
         n = snprintf(list->text, sizeof list->text, "No %s provider found for model architecture '%.64s' (%.160s)",
                      capability_text(capability), arch, gufo_artifact_path(artifact));
-    else if (gufo_gguf_find(gufo_artifact_gguf(artifact), "general.architecture", &declared) == GUFO_OK &&
+    else if (gufo_gguf_find_kv(gufo_artifact_gguf(artifact), "general.architecture", &declared) == GUFO_OK &&
              declared.type != GUFO_GGUF_STRING)
         n = snprintf(list->text, sizeof list->text,
                      "No %s provider found for a model whose general.architecture has type %s; expected string "

@@ -10,7 +10,7 @@
  * The quantizers are our own (round to nearest with per-block scales); they do
  * not reproduce ggml's search bit for bit, only its layout.
  */
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/tensor_types.h>
 
 #include <math.h>
 #include <string.h>

@@ -33,7 +33,7 @@ static uint64_t dim_or_one(const uint64_t *dims, uint32_t n, uint32_t i)
     return i < n ? dims[i] : 1;
 }
 
-static gufo_status check_shape(const gufo_tensor_info *info, const uint64_t *expect, uint32_t n_expect, gufo_error *err)
+static gufo_status check_shape(const gufo_gguf_tensor_info *info, const uint64_t *expect, uint32_t n_expect, gufo_error *err)
 {
     if (!expect) return GUFO_OK;
     uint32_t n = info->n_dims > n_expect ? info->n_dims : n_expect;
@@ -49,7 +49,7 @@ static gufo_status check_shape(const gufo_tensor_info *info, const uint64_t *exp
     return GUFO_OK;
 }
 
-static gufo_status check_type(const gufo_tensor_info *info, const gufo_tensor_type *allowed, size_t n_allowed,
+static gufo_status check_type(const gufo_gguf_tensor_info *info, const gufo_tensor_type *allowed, size_t n_allowed,
                               gufo_error *err)
 {
     if (!allowed) return GUFO_OK;
@@ -68,7 +68,7 @@ static gufo_status check_type(const gufo_tensor_info *info, const gufo_tensor_ty
 GUFO_EXT_API gufo_status gufo_x_weights_upload(gufo_memory *memory, gufo_memory_kind kind, const gufo_gguf *gguf,
                                                const char *name, const gufo_tensor_type *allowed_types,
                                                size_t n_allowed_types, const uint64_t *expect_dims,
-                                               uint32_t n_expect_dims, void **out, gufo_tensor_info *info,
+                                               uint32_t n_expect_dims, void **out, gufo_gguf_tensor_info *info,
                                                gufo_error *err)
 {
     if (!out || !memory || !gguf || !name)
@@ -76,7 +76,7 @@ GUFO_EXT_API gufo_status gufo_x_weights_upload(gufo_memory *memory, gufo_memory_
                               "gufo_x_weights_upload needs a memory pool, a file, a tensor name and an output");
     *out = NULL;
 
-    gufo_tensor_info t;
+    gufo_gguf_tensor_info t;
     if (gufo_gguf_find_tensor(gguf, name, &t) != GUFO_OK)
         return gufo_error_set(err, GUFO_E_NOT_FOUND, "tensor '%s' is missing from the model file", name);
     gufo_status st = check_type(&t, allowed_types, n_allowed_types, err);

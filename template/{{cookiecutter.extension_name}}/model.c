@@ -50,7 +50,7 @@ bool {{ cookiecutter.extension_name }}_inspect(const gufo_gguf *gguf, {{ cookiec
         return {{ cookiecutter.extension_name }}_reject(why, why_cap, "%s is %u; it must be between 1 and %u",
                                   {{ cookiecutter.extension_name|upper }}_KEY_CONTEXT_LENGTH, context, {{ cookiecutter.extension_name|upper }}_MAX_CONTEXT);
 
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     if (gufo_gguf_find_tensor(gguf, {{ cookiecutter.extension_name|upper }}_TENSOR_OUTPUT, &info) != GUFO_OK)
         return {{ cookiecutter.extension_name }}_reject(why, why_cap, "tensor '%s' is missing", {{ cookiecutter.extension_name|upper }}_TENSOR_OUTPUT);
     if (info.type != GUFO_TENSOR_F32)

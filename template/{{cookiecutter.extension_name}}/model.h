@@ -57,7 +57,7 @@ _Static_assert({{ cookiecutter.extension_name|upper }}_N_VOCAB >= {{ cookiecutte
 /** What a valid file says about itself (filled by {{ cookiecutter.extension_name }}_inspect). */
 typedef struct {{ cookiecutter.extension_name }}_facts {
     uint32_t context_length;
-    gufo_tensor_info output;
+    gufo_gguf_tensor_info output;
 } {{ cookiecutter.extension_name }}_facts;
 
 /**

@@ -44,7 +44,7 @@ BREAKS = [
      "    result->accept = true;\n    return GUFO_OK;\n}",
      """    gufo_gguf *full = NULL; /* planted: peek at a weight */
     if (gufo_gguf_open(gufo_artifact_path(artifact), GUFO_GGUF_OPEN_MAP, &full, NULL) == GUFO_OK) {
-        gufo_tensor_info info;
+        gufo_gguf_tensor_info info;
         const void *data = NULL;
         if (gufo_gguf_find_tensor(full, "output.weight", &info) == GUFO_OK &&
             gufo_gguf_tensor_data(full, &info, &data, NULL) == GUFO_OK) {

@@ -15,7 +15,7 @@
 #define _GNU_SOURCE
 #endif
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -68,7 +68,7 @@ static void walk_kv(const gufo_gguf *g, uint64_t i)
     gufo_gguf_value v, found;
     REQUIRE(gufo_gguf_kv_at(g, i, &key, &v) == GUFO_OK);
     REQUIRE(key && key[0]);
-    REQUIRE(gufo_gguf_find(g, key, &found) == GUFO_OK);
+    REQUIRE(gufo_gguf_find_kv(g, key, &found) == GUFO_OK);
     REQUIRE(found.type == v.type);
     REQUIRE(v.type <= GUFO_GGUF_FLOAT64);
 
@@ -96,7 +96,7 @@ static void walk_kv(const gufo_gguf *g, uint64_t i)
 
 static void walk_tensor(const gufo_gguf *g, uint64_t i, gufo_gguf_open_mode mode)
 {
-    gufo_tensor_info t, by_name;
+    gufo_gguf_tensor_info t, by_name;
     REQUIRE(gufo_gguf_tensor_at(g, i, &t) == GUFO_OK);
     REQUIRE(gufo_gguf_find_tensor(g, t.name, &by_name) == GUFO_OK);
     REQUIRE(by_name.offset == t.offset && by_name.size == t.size);

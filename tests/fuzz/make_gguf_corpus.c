@@ -8,7 +8,8 @@
  *      tests/fuzz/make_gguf_corpus.c -lm -o /tmp/make_gguf_corpus
  *   /tmp/make_gguf_corpus tests/fuzz/corpus/gguf
  */
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,8 @@
  */
 #include <stdio.h>
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 
 int main(int argc, char **argv)
 {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <gufo/ext/testing.h>
+#include <gufo/ext/gguf_writer.h>
 
 static char g_dir[] = "/tmp/gufo_test_artifact_XXXXXX";
 
@@ -62,7 +63,7 @@ static void test_probe_view(void)
     uint32_t blocks = 0;
     GUFO_CHECK_EQ_INT(gufo_gguf_get_u32(g, "qwen3.block_count", &blocks, &err), GUFO_OK);
     GUFO_CHECK_EQ_INT(blocks, 2);
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     GUFO_CHECK_EQ_INT(gufo_gguf_find_tensor(g, "token_embd.weight", &info), GUFO_OK);
     GUFO_CHECK_EQ_INT(info.dims[0], 32);
     GUFO_CHECK_EQ_INT(info.dims[1], 2);

@@ -5,7 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -122,7 +123,7 @@ static void check_int_array(const gufo_gguf *g, const char *key, gufo_gguf_type 
                             uint64_t n)
 {
     gufo_gguf_value v;
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, key, &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, key, &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.type, GUFO_GGUF_ARRAY);
     GUFO_CHECK_EQ_INT(v.array_type, type);
     GUFO_CHECK_EQ_INT(v.count, n);
@@ -196,20 +197,20 @@ static void check_metadata(const gufo_gguf *g)
     check_int_array(g, "a.bool", GUFO_GGUF_BOOL, w_bool, 3);
     check_int_array(g, "a.none", GUFO_GGUF_UINT32, NULL, 0);
 
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "a.f32", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "a.f32", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.array_type, GUFO_GGUF_FLOAT32);
     for (uint64_t i = 0; i < 3; i++) {
         double d = 0;
         GUFO_CHECK_EQ_INT(gufo_gguf_array_f64(g, &v, i, &d), GUFO_OK);
         GUFO_CHECK(d == (double)k_f32[i]);
     }
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "a.f64", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "a.f64", &v), GUFO_OK);
     for (uint64_t i = 0; i < 2; i++) {
         double d = 0;
         GUFO_CHECK_EQ_INT(gufo_gguf_array_f64(g, &v, i, &d), GUFO_OK);
         GUFO_CHECK(d == k_f64[i]);
     }
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "a.str", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "a.str", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.array_type, GUFO_GGUF_STRING);
     GUFO_CHECK_EQ_INT(v.count, 4);
     for (uint64_t i = 0; i < 4; i++) {
@@ -224,9 +225,9 @@ static void check_metadata(const gufo_gguf *g)
     GUFO_CHECK_EQ_INT(gufo_gguf_array_string(g, &v, 4, NULL, NULL), GUFO_E_INVALID_ARGUMENT);
 
     /* A scalar is not an array. */
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "u32", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "u32", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(gufo_gguf_array_i64(g, &v, 0, &i64v), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "missing", &v), GUFO_E_NOT_FOUND);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "missing", &v), GUFO_E_NOT_FOUND);
 }
 
 static void test_metadata_round_trip(void)
@@ -315,20 +316,20 @@ static void test_all_scalar_types(void)
     if (!g) return;
     GUFO_CHECK_EQ_INT(gufo_gguf_version(g), 2);
     gufo_gguf_value v;
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "u8", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "u8", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.type, GUFO_GGUF_UINT8);
     GUFO_CHECK_EQ_INT(v.v.u64, 200);
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "i8", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "i8", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.v.i64, -3);
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "u16", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "u16", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.v.u64, 60000);
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "i16", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "i16", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.v.i64, -30000);
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "i64", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "i64", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.v.i64, -5000000000);
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "f64", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "f64", &v), GUFO_OK);
     GUFO_CHECK(v.v.f64 == -0.125);
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "nul", &v), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "nul", &v), GUFO_OK);
     GUFO_CHECK_EQ_INT(v.v.str.len, 3);
     GUFO_CHECK(memcmp(v.v.str.data, "a\0b", 4) == 0); /* NUL-terminated after the length */
 
@@ -455,7 +456,7 @@ static void check_tensors(const gufo_gguf *g, gufo_gguf_open_mode mode, uint32_t
     GUFO_CHECK_EQ_INT(gufo_gguf_alignment(g), alignment);
     for (size_t i = 0; i < N_TENSORS; i++) {
         const tensor_case *c = &k_tensors[i];
-        gufo_tensor_info at, by_name;
+        gufo_gguf_tensor_info at, by_name;
         GUFO_CHECK_EQ_INT(gufo_gguf_tensor_at(g, i, &at), GUFO_OK);
         GUFO_CHECK_EQ_INT(gufo_gguf_find_tensor(g, c->name, &by_name), GUFO_OK);
         GUFO_CHECK_STREQ(at.name, c->name);
@@ -482,7 +483,7 @@ static void check_tensors(const gufo_gguf *g, gufo_gguf_open_mode mode, uint32_t
         }
         free(want);
     }
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     GUFO_CHECK_EQ_INT(gufo_gguf_tensor_at(g, N_TENSORS, &info), GUFO_E_INVALID_ARGUMENT);
     GUFO_CHECK_EQ_INT(gufo_gguf_find_tensor(g, "nope", &info), GUFO_E_NOT_FOUND);
 }
@@ -507,7 +508,7 @@ static void test_tensor_data_rejects_foreign_info(void)
     write_tensor_file(path, 32);
     gufo_gguf *g = open_path(path, GUFO_GGUF_OPEN_MAP);
     if (!g) return;
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     GUFO_CHECK_EQ_INT(gufo_gguf_tensor_at(g, 0, &info), GUFO_OK);
     info.size = gufo_gguf_file_size(g); /* cannot fit after the header */
     const void *data = &data;
@@ -548,7 +549,7 @@ static void test_large_metadata(void)
         gufo_gguf *g = open_path(path, (gufo_gguf_open_mode)mode);
         if (!g) continue;
         gufo_gguf_value v;
-        GUFO_CHECK_EQ_INT(gufo_gguf_find(g, "tokenizer.ggml.tokens", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(g, "tokenizer.ggml.tokens", &v), GUFO_OK);
         GUFO_CHECK_EQ_INT(v.count, N);
         int bad = 0;
         for (int i = 0; i < N; i++) {
@@ -768,8 +769,8 @@ static void test_copy_value_contract(void)
     gufo_gguf_writer *w = NULL;
     GUFO_CHECK_EQ_INT(gufo_gguf_writer_create(&w), GUFO_OK);
     gufo_gguf_value strs, u32;
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(src, "a.str", &strs), GUFO_OK);
-    GUFO_CHECK_EQ_INT(gufo_gguf_find(src, "u32", &u32), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(src, "a.str", &strs), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(src, "u32", &u32), GUFO_OK);
 
     /* A lowered count copies a prefix, under another key; a count beyond the
      * stored one is refused and adds nothing. */
@@ -827,7 +828,7 @@ static void test_copy_value_contract(void)
     if (dst) {
         GUFO_CHECK_EQ_INT(gufo_gguf_kv_count(dst), 5); /* prefix, beyond, a.u16, u32, i16 */
         gufo_gguf_value v;
-        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "prefix", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(dst, "prefix", &v), GUFO_OK);
         GUFO_CHECK_EQ_INT(v.array_type, GUFO_GGUF_STRING);
         GUFO_CHECK_EQ_INT(v.count, 2);
         for (uint64_t i = 0; i < 2; i++) {
@@ -835,14 +836,14 @@ static void test_copy_value_contract(void)
             GUFO_CHECK_EQ_INT(gufo_gguf_array_string(dst, &v, i, &data, NULL), GUFO_OK);
             GUFO_CHECK_STREQ(data, k_str[i]);
         }
-        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "beyond", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(dst, "beyond", &v), GUFO_OK);
         GUFO_CHECK_EQ_INT(v.count, 4);
-        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "a.u16", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(dst, "a.u16", &v), GUFO_OK);
         GUFO_CHECK_EQ_INT(v.array_type, GUFO_GGUF_UINT16);
-        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "u32", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(dst, "u32", &v), GUFO_OK);
         GUFO_CHECK_EQ_INT(v.type, GUFO_GGUF_UINT32);
         GUFO_CHECK_EQ_INT(v.v.u64, 4000000000u);
-        GUFO_CHECK_EQ_INT(gufo_gguf_find(dst, "i16", &v), GUFO_OK);
+        GUFO_CHECK_EQ_INT(gufo_gguf_find_kv(dst, "i16", &v), GUFO_OK);
         GUFO_CHECK_EQ_INT(v.type, GUFO_GGUF_INT16);
         GUFO_CHECK_EQ_INT(v.v.i64, -32768);
     }

@@ -7,7 +7,8 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,8 @@
 #  define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #endif
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include <stdlib.h>
 #include <string.h>

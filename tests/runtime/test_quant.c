@@ -2,7 +2,7 @@
  * cases, dequantization of hand-built blocks (expected values worked out by
  * hand from the ggml layouts), and quantize->dequantize round trips with the
  * error bound each quantizer promises. */
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
 
 #include <math.h>
 #include <stdio.h>

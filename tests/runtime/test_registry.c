@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <gufo/ext/testing.h>
+#include <gufo/ext/gguf_writer.h>
 
 /* ---- Fake providers ---------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 
 #include <gufo/ext/testing.h>
 #include <gufo/host/memory.h>
+#include <gufo/ext/gguf_writer.h>
 
 static char g_dir[] = "/tmp/gufo_test_weights_XXXXXX";
 static char g_path[512];
@@ -45,7 +46,7 @@ int main(void)
     const gufo_tensor_type allowed[] = {GUFO_TENSOR_F16, GUFO_TENSOR_F32};
     const uint64_t shape[] = {64, 0};
     void *p = NULL;
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     GUFO_CHECK_EQ_INT(
         gufo_x_weights_upload(m, GUFO_MEMORY_HOST, g, "blk.0.attn_q.weight", allowed, 2, shape, 2, &p, &info, &err),
         GUFO_OK);

@@ -53,7 +53,7 @@ static bool langid_check_tensor(const gufo_gguf *gguf, const char *name, uint32_
                                 const gufo_tensor_type *types, size_t n_types, gufo_tensor_type *type_out,
                                 char *reason, size_t cap)
 {
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     if (gufo_gguf_find_tensor(gguf, name, &info) != GUFO_OK)
         return langid_reason(reason, cap, "missing tensor %s", name);
 
@@ -88,7 +88,7 @@ static bool langid_check_labels(const langid_shared *shared, const gufo_gguf *gg
                                 size_t cap)
 {
     gufo_gguf_value v;
-    if (gufo_gguf_find(gguf, LANGID_KEY_LABELS, &v) != GUFO_OK)
+    if (gufo_gguf_find_kv(gguf, LANGID_KEY_LABELS, &v) != GUFO_OK)
         return langid_reason(reason, cap, "missing key %s", LANGID_KEY_LABELS);
     if (v.type != GUFO_GGUF_ARRAY || v.array_type != GUFO_GGUF_STRING)
         return langid_reason(reason, cap, "key %s is not an array of strings", LANGID_KEY_LABELS);
@@ -189,7 +189,7 @@ gufo_status langid_load_tensor(gufo_memory *memory, const gufo_gguf *gguf, const
                                uint64_t cols, const gufo_cancel *cancel, float **out, gufo_error *err)
 {
     *out = NULL;
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     if (gufo_gguf_find_tensor(gguf, name, &info) != GUFO_OK)
         return gufo_error_set(err, GUFO_E_FORMAT, "missing tensor %s", name);
     if (info.n_elements != rows * cols)

@@ -79,7 +79,7 @@ static gufo_status langid_min_confidence(const gufo_options *options, double *ou
 static gufo_status langid_load_labels(langid_decide_model *m, const gufo_gguf *gguf, gufo_error *err)
 {
     gufo_gguf_value v;
-    if (gufo_gguf_find(gguf, LANGID_KEY_LABELS, &v) != GUFO_OK || v.count != m->n_labels)
+    if (gufo_gguf_find_kv(gguf, LANGID_KEY_LABELS, &v) != GUFO_OK || v.count != m->n_labels)
         return gufo_error_set(err, GUFO_E_FORMAT, "key %s changed while loading", LANGID_KEY_LABELS);
     size_t bytes = ((size_t)m->n_labels + 1) * sizeof(char *) + sizeof LANGID_UNKNOWN_LABEL;
     for (uint32_t i = 0; i < m->n_labels; i++) {

@@ -10,6 +10,7 @@
 
 #include "src/langid_entries.h"
 #include <gufo/host/registry.h>
+#include <gufo/ext/gguf_writer.h>
 
 /* ---- Registry ------------------------------------------------------------ */
 
@@ -98,7 +99,7 @@ static gufo_status langid_copy_kv(gufo_gguf_writer *w, const gufo_gguf *g, const
 }
 
 /* token_embd.weight converted to another type and/or cut to fewer rows. */
-static gufo_status langid_copy_embd(gufo_gguf_writer *w, const gufo_gguf *g, const gufo_tensor_info *t,
+static gufo_status langid_copy_embd(gufo_gguf_writer *w, const gufo_gguf *g, const gufo_gguf_tensor_info *t,
                                     const void *data, const langid_rewrite *how)
 {
     uint64_t cols = t->dims[0], rows = how->embd_rows ? how->embd_rows : t->dims[1];
@@ -139,7 +140,7 @@ gufo_status langid_test_rewrite(const char *src, const char *dst, const langid_r
             st = langid_copy_kv(w, g, key, &v);
     }
     for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_tensor_count(g); i++) {
-        gufo_tensor_info t;
+        gufo_gguf_tensor_info t;
         const void *data = NULL;
         st = gufo_gguf_tensor_at(g, i, &t);
         if (st == GUFO_OK) st = gufo_gguf_tensor_data(g, &t, &data, err);

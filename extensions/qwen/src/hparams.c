@@ -64,7 +64,7 @@ static bool get_dim_optional(const gufo_gguf *gguf, const char *key, uint32_t ma
                              size_t cap)
 {
     gufo_gguf_value value;
-    if (gufo_gguf_find(gguf, key, &value) == GUFO_E_NOT_FOUND)
+    if (gufo_gguf_find_kv(gguf, key, &value) == GUFO_E_NOT_FOUND)
         return true;
     return get_dim(gguf, key, max, out, why, cap);
 }
@@ -88,7 +88,7 @@ static bool get_float(const gufo_gguf *gguf, const char *key, bool required, flo
 static bool check_tensor(const gufo_gguf *gguf, const char *name, uint64_t cols, uint64_t rows, bool optional,
                          bool *present, char *why, size_t cap)
 {
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     if (present)
         *present = false;
     if (gufo_gguf_find_tensor(gguf, name, &info) != GUFO_OK)
@@ -142,7 +142,7 @@ static bool check_string(const gufo_gguf *gguf, const char *key, const char *wan
 /* An array of strings, by key; names the type found when it is something else. */
 static bool check_string_array(const gufo_gguf *gguf, const char *key, gufo_gguf_value *out, char *why, size_t cap)
 {
-    if (gufo_gguf_find(gguf, key, out) != GUFO_OK)
+    if (gufo_gguf_find_kv(gguf, key, out) != GUFO_OK)
         return fail(why, cap, "missing key %s", key);
     if (out->type != GUFO_GGUF_ARRAY)
         return fail(why, cap, "key %s has type %s; expected array of string", key, gufo_gguf_type_name(out->type));
@@ -206,11 +206,11 @@ bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *out, char *why, s
     /* Context extension (YaRN) changes the rotary angles; this code computes
      * plain RoPE only, so it declines rather than run the file wrongly. */
     gufo_gguf_value scaling;
-    if (gufo_gguf_find(gguf, "qwen3.rope.scaling.type", &scaling) == GUFO_OK &&
+    if (gufo_gguf_find_kv(gguf, "qwen3.rope.scaling.type", &scaling) == GUFO_OK &&
         !check_string(gguf, "qwen3.rope.scaling.type", "none", "; qwen-cpu implements unscaled RoPE only", why, cap))
         return false;
 
-    gufo_tensor_info embd;
+    gufo_gguf_tensor_info embd;
     if (gufo_gguf_find_tensor(gguf, "token_embd.weight", &embd) != GUFO_OK)
         return fail(why, cap, "missing tensor token_embd.weight");
     if (embd.n_dims != 2 || embd.dims[1] == 0 || embd.dims[1] > QWEN_MAX_VOCAB)
@@ -266,7 +266,7 @@ uint64_t qwen_tensor_table_checksum(const gufo_gguf *gguf)
     uint64_t h = 1469598103934665603ull;
     uint64_t n = gufo_gguf_tensor_count(gguf);
     for (uint64_t i = 0; i < n; i++) {
-        gufo_tensor_info info;
+        gufo_gguf_tensor_info info;
         if (gufo_gguf_tensor_at(gguf, i, &info) != GUFO_OK)
             continue;
         uint32_t type = (uint32_t)info.type;

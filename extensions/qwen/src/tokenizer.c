@@ -57,7 +57,7 @@ static gufo_status optional_id(const gufo_gguf *gguf, const char *key, int32_t n
 {
     *out = -1;
     gufo_gguf_value v;
-    if (gufo_gguf_find(gguf, key, &v) != GUFO_OK)
+    if (gufo_gguf_find_kv(gguf, key, &v) != GUFO_OK)
         return GUFO_OK;
     uint32_t id;
     gufo_status st = gufo_gguf_get_u32(gguf, key, &id, err);
@@ -82,7 +82,7 @@ static gufo_status require_string(const gufo_gguf *gguf, const char *key, const 
 static gufo_status require_array(const gufo_gguf *gguf, const char *key, gufo_gguf_type element, const char *what,
                                  gufo_gguf_value *v, gufo_error *err)
 {
-    if (gufo_gguf_find(gguf, key, v) != GUFO_OK)
+    if (gufo_gguf_find_kv(gguf, key, v) != GUFO_OK)
         return gufo_error_set(err, GUFO_E_NOT_FOUND, "%s is missing", key);
     bool ok = false;
     if (v->type == GUFO_GGUF_ARRAY && element == GUFO_GGUF_STRING)
@@ -122,7 +122,7 @@ static gufo_status load_tokens(qwen_tokenizer *t, const gufo_gguf *gguf, gufo_er
     if (!t->type || !t->eog)
         return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen tokenizer: out of memory for %zu tokens", n);
     gufo_gguf_value types;
-    bool have_types = gufo_gguf_find(gguf, "tokenizer.ggml.token_type", &types) == GUFO_OK;
+    bool have_types = gufo_gguf_find_kv(gguf, "tokenizer.ggml.token_type", &types) == GUFO_OK;
     if (have_types) {
         st = require_array(gguf, "tokenizer.ggml.token_type", GUFO_GGUF_INT32, "integers", &types, err);
         if (st != GUFO_OK)
@@ -310,7 +310,7 @@ gufo_status qwen_tokenizer_load(const gufo_gguf *gguf, qwen_tokenizer **out, guf
         (st = optional_id(gguf, "tokenizer.ggml.padding_token_id", t->n_vocab, &t->pad, err)) != GUFO_OK)
         return load_fail(t, st);
     gufo_gguf_value v;
-    if (gufo_gguf_find(gguf, "tokenizer.ggml.add_bos_token", &v) == GUFO_OK &&
+    if (gufo_gguf_find_kv(gguf, "tokenizer.ggml.add_bos_token", &v) == GUFO_OK &&
         (st = gufo_gguf_get_bool(gguf, "tokenizer.ggml.add_bos_token", &t->add_bos, err)) != GUFO_OK)
         return load_fail(t, st);
     if (t->add_bos && t->bos < 0)

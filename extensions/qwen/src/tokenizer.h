@@ -24,7 +24,7 @@
 #ifndef QWEN_TOKENIZER_H
 #define QWEN_TOKENIZER_H
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
 #include <gufo/ext/text_generation.h>
 
 typedef struct qwen_tokenizer qwen_tokenizer;

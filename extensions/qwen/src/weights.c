@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static gufo_status find(const gufo_gguf *gguf, const char *name, gufo_tensor_info *info, gufo_error *err)
+static gufo_status find(const gufo_gguf *gguf, const char *name, gufo_gguf_tensor_info *info, gufo_error *err)
 {
     gufo_status st = gufo_gguf_find_tensor(gguf, name, info);
     if (st != GUFO_OK)
@@ -18,7 +18,7 @@ static gufo_status find(const gufo_gguf *gguf, const char *name, gufo_tensor_inf
 static gufo_status bind_matrix(const gufo_gguf *gguf, const char *name, qwen_matrix *m, uint64_t *total,
                                gufo_error *err)
 {
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     gufo_status st = find(gguf, name, &info, err);
     if (st != GUFO_OK)
         return st;
@@ -41,7 +41,7 @@ static gufo_status bind_matrix(const gufo_gguf *gguf, const char *name, qwen_mat
 /* Converts a norm vector to F32 at `dst` (n elements, already shape-checked). */
 static gufo_status copy_vector(const gufo_gguf *gguf, const char *name, float *dst, uint64_t n, gufo_error *err)
 {
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     gufo_status st = find(gguf, name, &info, err);
     if (st != GUFO_OK)
         return st;

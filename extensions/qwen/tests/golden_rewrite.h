@@ -40,7 +40,7 @@ static inline bool ends_with(const char *s, const char *suffix)
 }
 
 /* Writes one tensor of `src` to `w` as `e` asks. */
-static inline gufo_status copy_tensor(gufo_gguf_writer *w, const gufo_gguf *src, const gufo_tensor_info *t,
+static inline gufo_status copy_tensor(gufo_gguf_writer *w, const gufo_gguf *src, const gufo_gguf_tensor_info *t,
                                       const edit *e, gufo_error *err)
 {
     const void *data = NULL;
@@ -113,7 +113,7 @@ static inline bool golden_rewrite(const char *golden_dir, const char *name, cons
         st = gufo_gguf_writer_copy_value(w, key, src, &v);
     }
     for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_tensor_count(src); i++) {
-        gufo_tensor_info t;
+        gufo_gguf_tensor_info t;
         st = gufo_gguf_tensor_at(src, i, &t);
         if (st != GUFO_OK || (e->drop_tensor && strcmp(t.name, e->drop_tensor) == 0))
             continue;

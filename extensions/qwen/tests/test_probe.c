@@ -44,7 +44,7 @@ static bool write_variant(const replacement *r)
     if (st == GUFO_OK)
         st = gufo_gguf_writer_create(&w);
     gufo_gguf_value present;
-    if (st == GUFO_OK && r->kind == STRING_BYTES && gufo_gguf_find(src, r->key, &present) == GUFO_E_NOT_FOUND) {
+    if (st == GUFO_OK && r->kind == STRING_BYTES && gufo_gguf_find_kv(src, r->key, &present) == GUFO_E_NOT_FOUND) {
         gufo_gguf_value s = {.type = GUFO_GGUF_STRING}; /* a key the file lacks: added */
         s.v.str.data = r->bytes;
         s.v.str.len = r->len;
@@ -72,7 +72,7 @@ static bool write_variant(const replacement *r)
         }
     }
     for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_tensor_count(src); i++) {
-        gufo_tensor_info t;
+        gufo_gguf_tensor_info t;
         const void *data = NULL;
         st = gufo_gguf_tensor_at(src, i, &t);
         if (st == GUFO_OK)

@@ -72,7 +72,7 @@ static uint32_t get_u32(const gufo_gguf *g, const char *key)
 
 static void check_type(const gufo_gguf *g, const char *name, gufo_tensor_type want)
 {
-    gufo_tensor_info t;
+    gufo_gguf_tensor_info t;
     GUFO_CHECK(gufo_gguf_find_tensor(g, name, &t) == GUFO_OK);
     if (t.type != want)
         fprintf(stderr, "%s is %s, expected %s\n", name, gufo_tensor_type_name(t.type), gufo_tensor_type_name(want));
@@ -83,7 +83,7 @@ static void check_type(const gufo_gguf *g, const char *name, gufo_tensor_type wa
  * values whose deviation is within 2x of 1/sqrt(in). */
 static void check_values(const gufo_gguf *g, const char *name)
 {
-    gufo_tensor_info t;
+    gufo_gguf_tensor_info t;
     const void *data = NULL;
     if (gufo_gguf_find_tensor(g, name, &t) != GUFO_OK || gufo_gguf_tensor_data(g, &t, &data, &err) != GUFO_OK) {
         GUFO_CHECK(!"tensor readable");
@@ -136,10 +136,10 @@ static void check_file(const char *path, const char *type)
 
     /* The vocabulary: the vocab file's tokens, then padding to the embedding rows. */
     gufo_gguf_value tokens, vocab_tokens, merges, vocab_merges;
-    EXPECT_OK(gufo_gguf_find(g, "tokenizer.ggml.tokens", &tokens));
-    EXPECT_OK(gufo_gguf_find(v, "tokenizer.ggml.tokens", &vocab_tokens));
-    EXPECT_OK(gufo_gguf_find(g, "tokenizer.ggml.merges", &merges));
-    EXPECT_OK(gufo_gguf_find(v, "tokenizer.ggml.merges", &vocab_merges));
+    EXPECT_OK(gufo_gguf_find_kv(g, "tokenizer.ggml.tokens", &tokens));
+    EXPECT_OK(gufo_gguf_find_kv(v, "tokenizer.ggml.tokens", &vocab_tokens));
+    EXPECT_OK(gufo_gguf_find_kv(g, "tokenizer.ggml.merges", &merges));
+    EXPECT_OK(gufo_gguf_find_kv(v, "tokenizer.ggml.merges", &vocab_merges));
     GUFO_CHECK_EQ_INT(tokens.count, 151936);
     GUFO_CHECK_EQ_INT(merges.count, vocab_merges.count);
     const char *a, *b;
@@ -167,7 +167,7 @@ static void check_file(const char *path, const char *type)
     check_type(g, "blk.1.ffn_up.weight", main_type);
     check_type(g, "blk.1.attn_q_norm.weight", GUFO_TENSOR_F32);
     check_type(g, "output_norm.weight", GUFO_TENSOR_F32);
-    gufo_tensor_info none;
+    gufo_gguf_tensor_info none;
     GUFO_CHECK(gufo_gguf_find_tensor(g, "output.weight", &none) == GUFO_E_NOT_FOUND);
     GUFO_CHECK_EQ_INT(gufo_gguf_tensor_count(g), 1 + 2 * 11 + 1);
 

@@ -15,6 +15,7 @@
 
 #include <gufo/ext/testing.h>
 #include <gufo/host/text_buffer.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include "src/tokenizer.h"
 #include "src/tokenizer_bytelevel.h"

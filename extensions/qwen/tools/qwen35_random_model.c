@@ -32,7 +32,8 @@
  * positions); ssm_dt.bias 1 + 0.1 N(0, 1). BF16 and Q8_0 files hold the same
  * draws rounded by the runtime's quantizer.
  */
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include <math.h>
 #include <stdbool.h>

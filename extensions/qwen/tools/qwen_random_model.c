@@ -40,7 +40,7 @@
  */
 #define _GNU_SOURCE /* pwrite, ftruncate, clock_gettime, sysconf */
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -791,7 +791,7 @@ int main(int argc, char **argv)
         return fail("%s: %s", o.vocab_path, err.message);
     gufo_gguf_value tokens;
     int rc = 0;
-    if (gufo_gguf_find(vocab, "tokenizer.ggml.tokens", &tokens) != GUFO_OK || tokens.type != GUFO_GGUF_ARRAY)
+    if (gufo_gguf_find_kv(vocab, "tokenizer.ggml.tokens", &tokens) != GUFO_OK || tokens.type != GUFO_GGUF_ARRAY)
         rc = fail("%s has no tokenizer.ggml.tokens: is it what qwen_vocab writes?", o.vocab_path);
     if (rc == 0) {
         fprintf(stderr, "qwen_random_model: Qwen3-%s %s, %u layers, context %u, %.3f GB of tensors -> %s\n",

@@ -16,7 +16,8 @@
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, clock_gettime */
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include <cjson/cJSON.h>
 

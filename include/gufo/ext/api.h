@@ -19,7 +19,9 @@
 #include <gufo/ext/memory.h>
 #include <gufo/ext/options.h>
 #include <gufo/ext/sampling.h>
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/tensor_types.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 #include <gufo/ext/artifact.h>
 #include <gufo/ext/provider.h>
 #include <gufo/ext/registry.h>

@@ -25,7 +25,7 @@
 #define GUFO_EXT_ARTIFACT_H
 
 #include <gufo/ext/common.h>
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
 #include <gufo/ext/memory.h>
 #include <gufo/ext/status.h>
 

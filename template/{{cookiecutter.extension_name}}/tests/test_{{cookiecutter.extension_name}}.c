@@ -146,7 +146,7 @@ static void write_variant(const char *src_path, const char *path, const char *ar
             EXPECT_OK(gufo_gguf_writer_copy_value(w, key, src, &value));
     }
     for (uint64_t i = 0; i < gufo_gguf_tensor_count(src); i++) {
-        gufo_tensor_info info;
+        gufo_gguf_tensor_info info;
         EXPECT_OK(gufo_gguf_tensor_at(src, i, &info));
         unsigned char *data = calloc(1, (size_t)info.size);
         GUFO_CHECK(data != NULL);
@@ -191,7 +191,7 @@ static void test_info(gufo_model *model, const char *model_path)
 {
     /* get_info() reports what the file says: vocabulary, special tokens, context. */
     uint32_t file_context = 0, file_vocab = 0, file_bos = 0, file_eos = 0;
-    gufo_tensor_info output;
+    gufo_gguf_tensor_info output;
     gufo_gguf *gguf = NULL;
     EXPECT_OK(gufo_gguf_open(model_path, GUFO_GGUF_OPEN_METADATA, &gguf, &err));
     EXPECT_OK(gufo_gguf_get_u32(gguf, arch_key("context_length"), &file_context, &err));

@@ -41,7 +41,7 @@ bool qwen_gpu_supports(const gufo_gguf *gguf, const qwen_hparams *hp, char *why,
     }
     const uint64_t n = gufo_gguf_tensor_count(gguf);
     for (uint64_t i = 0; i < n; i++) {
-        gufo_tensor_info info;
+        gufo_gguf_tensor_info info;
         if (gufo_gguf_tensor_at(gguf, i, &info) != GUFO_OK || info.n_dims < 2)
             continue; /* vectors are converted to float32 at load, whatever their type */
         if (!matrix_type_ok(info.type)) {
@@ -64,7 +64,7 @@ static gufo_status upload_matrix(const gufo_gguf *gguf, gufo_memory *memory, qwe
                                  qwen_gpu_matrix *m, gufo_error *err)
 {
     void *data = NULL;
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     gufo_status st = gufo_x_weights_upload(memory, GUFO_MEMORY_DEVICE, gguf, name, k_matrix_types, N_MATRIX_TYPES,
                                            NULL, 0, &data, &info, err);
     if (st != GUFO_OK)
@@ -82,7 +82,7 @@ static gufo_status upload_matrix(const gufo_gguf *gguf, gufo_memory *memory, qwe
 /* Converts vector `name` (n elements) to float32 at dst (host). */
 static gufo_status read_vector(const gufo_gguf *gguf, const char *name, float *dst, uint64_t n, gufo_error *err)
 {
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     if (gufo_gguf_find_tensor(gguf, name, &info) != GUFO_OK)
         return gufo_error_set(err, GUFO_E_FORMAT, "missing tensor %s", name);
     if (info.n_elements != n)

@@ -22,7 +22,7 @@ static bool fail(char *why, size_t cap, const char *fmt, ...)
 static bool present(const gufo_gguf *gguf, const char *key)
 {
     gufo_gguf_value value;
-    return gufo_gguf_find(gguf, key, &value) == GUFO_OK;
+    return gufo_gguf_find_kv(gguf, key, &value) == GUFO_OK;
 }
 
 /* An integer key in min..max; when absent, `*out` keeps its default unless the key is required. */
@@ -62,7 +62,7 @@ static bool get_positive_float(const gufo_gguf *gguf, const char *key, bool requ
 static bool get_sections(const gufo_gguf *gguf, const char *key, int32_t out[4], char *why, size_t cap)
 {
     gufo_gguf_value value;
-    if (gufo_gguf_find(gguf, key, &value) != GUFO_OK)
+    if (gufo_gguf_find_kv(gguf, key, &value) != GUFO_OK)
         return fail(why, cap, "missing key %s", key);
     if (value.type != GUFO_GGUF_ARRAY)
         return fail(why, cap, "key %s has type %s; expected an array of 4 integers", key,
@@ -89,7 +89,7 @@ static bool get_layer_kinds(const gufo_gguf *gguf, qwen35_hparams *hp, uint32_t 
 {
     const char *key = "qwen35.attention.recurrent_layers";
     gufo_gguf_value value;
-    if (gufo_gguf_find(gguf, key, &value) == GUFO_OK) {
+    if (gufo_gguf_find_kv(gguf, key, &value) == GUFO_OK) {
         if (value.type != GUFO_GGUF_ARRAY || value.count != n_all)
             return fail(why, cap, "key %s must be an array of %u flags (one per block)", key, n_all);
         for (uint32_t i = 0; i < hp->n_layer; i++) {
@@ -191,13 +191,13 @@ bool qwen35_hparams_read(const gufo_gguf *gguf, qwen35_hparams *out, char *why, 
     if (!get_layer_kinds(gguf, &hp, n_all, why, cap))
         return false;
 
-    gufo_tensor_info embd;
+    gufo_gguf_tensor_info embd;
     if (gufo_gguf_find_tensor(gguf, "token_embd.weight", &embd) != GUFO_OK)
         return fail(why, cap, "missing tensor token_embd.weight");
     if (embd.n_dims != 2 || embd.dims[1] == 0 || embd.dims[1] > QWEN35_MAX_VOCAB)
         return fail(why, cap, "tensor token_embd.weight must be 2-D with 1..%u rows", QWEN35_MAX_VOCAB);
     hp.n_vocab = (uint32_t)embd.dims[1];
-    gufo_tensor_info output;
+    gufo_gguf_tensor_info output;
     hp.tied_output = gufo_gguf_find_tensor(gguf, "output.weight", &output) != GUFO_OK;
     *out = hp;
     return true;

@@ -13,7 +13,7 @@
 #ifndef QWEN35_HPARAMS_H
 #define QWEN35_HPARAMS_H
 
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
 #include <gufo/ext/status.h>
 
 #include <stdbool.h>

@@ -30,7 +30,7 @@ static bool fail(walker *k, const char *fmt, ...)
 
 /* Finds `name` and checks its shape: [cols] when rows == 0, else [cols, rows]. */
 static bool find_shaped(walker *k, const char *name, uint64_t cols, uint64_t rows, bool optional, bool *found,
-                        gufo_tensor_info *info)
+                        gufo_gguf_tensor_info *info)
 {
     *found = false;
     if (gufo_gguf_find_tensor(k->gguf, name, info) != GUFO_OK)
@@ -50,7 +50,7 @@ static bool find_shaped(walker *k, const char *name, uint64_t cols, uint64_t row
     return fail(k, "tensor %s has shape [%s], expected [%llu]", name, got, (unsigned long long)cols);
 }
 
-static bool bind_data(walker *k, const gufo_tensor_info *info, const void **data)
+static bool bind_data(walker *k, const gufo_gguf_tensor_info *info, const void **data)
 {
     gufo_error err = {0};
     if (gufo_gguf_tensor_data(k->gguf, info, data, &err) != GUFO_OK)
@@ -62,7 +62,7 @@ static bool bind_data(walker *k, const gufo_tensor_info *info, const void **data
 static bool matrix(walker *k, const char *name, uint64_t cols, uint64_t rows, bool optional, bool *found_out,
                    qwen35_matrix *out)
 {
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     bool found = false;
     if (found_out)
         *found_out = false;
@@ -95,7 +95,7 @@ static bool matrix(walker *k, const char *name, uint64_t cols, uint64_t rows, bo
 static bool floats(walker *k, const char *name, uint64_t cols, uint64_t rows, bool optional, bool *found_out,
                    const float **out)
 {
-    gufo_tensor_info info;
+    gufo_gguf_tensor_info info;
     bool found = false;
     if (found_out)
         *found_out = false;
@@ -210,7 +210,7 @@ static bool walk(walker *k, const qwen35_hparams *hp)
         return false;
     if (!has_output)
         w->output = w->token_embd;
-    gufo_tensor_info probe;
+    gufo_gguf_tensor_info probe;
     w->mtp_only = hp->n_nextn > 0 && gufo_gguf_find_tensor(k->gguf, "blk.0.attn_norm.weight", &probe) != GUFO_OK;
     for (uint32_t il = 0; !w->mtp_only && il < hp->n_layer; il++) {
         qwen35_layer one, *L = k->w ? &w->layers[il] : &one;

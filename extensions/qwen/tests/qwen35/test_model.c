@@ -42,7 +42,8 @@
 
 #include <cjson/cJSON.h>
 #include <gufo/ext/experimental/thread_pool.h>
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
+#include <gufo/ext/gguf_writer.h>
 
 #include "src/qwen35/forward.h"
 
@@ -225,7 +226,7 @@ static void check_broken(const char *src, const char *dst, const edit *ed)
         gufo_gguf_writer_set_array(w, "qwen35.attention.recurrent_layers", GUFO_GGUF_INT32, ed->recurrent_flags,
                                    ed->n_flags);
     for (uint64_t i = 0; i < gufo_gguf_tensor_count(in); i++) {
-        gufo_tensor_info t;
+        gufo_gguf_tensor_info t;
         const void *data;
         gufo_gguf_tensor_at(in, i, &t);
         gufo_gguf_tensor_data(in, &t, &data, &err);

@@ -42,7 +42,7 @@
 
 #include <gufo/ext/common.h>
 #include <gufo/ext/experimental/thread_pool.h>
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/tensor_types.h>
 #include <gufo/ext/status.h>
 
 GUFO_EXT_BEGIN_DECLS

@@ -13,7 +13,7 @@
 #define GUFO_EXT_EXPERIMENTAL_QMATMUL_H
 
 #include <gufo/ext/common.h>
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/tensor_types.h>
 #include <gufo/ext/status.h>
 
 GUFO_EXT_BEGIN_DECLS

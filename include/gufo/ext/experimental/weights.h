@@ -8,7 +8,7 @@
 #define GUFO_EXT_EXPERIMENTAL_WEIGHTS_H
 
 #include <gufo/ext/common.h>
-#include <gufo/ext/gguf.h>
+#include <gufo/ext/gguf_reader.h>
 #include <gufo/ext/memory.h>
 #include <gufo/ext/status.h>
 
@@ -26,7 +26,7 @@ GUFO_EXT_BEGIN_DECLS
 GUFO_EXT_API gufo_status gufo_x_weights_upload(gufo_memory *memory, gufo_memory_kind kind, const gufo_gguf *gguf,
                                                const char *name, const gufo_tensor_type *allowed_types,
                                                size_t n_allowed_types, const uint64_t *expect_dims,
-                                               uint32_t n_expect_dims, void **out, gufo_tensor_info *info,
+                                               uint32_t n_expect_dims, void **out, gufo_gguf_tensor_info *info,
                                                gufo_error *err);
 
 GUFO_EXT_END_DECLS
