@@ -164,7 +164,7 @@ static gufo_status copy_tensor(const gufo_gguf *g, gufo_gguf_writer *w, const gu
     if (names(edit->retype_tensor, info->name)) {
         void *converted = NULL;
         if ((st = retype(info, data, edit->new_type, &converted, err)) != GUFO_OK) return st;
-        st = gufo_gguf_writer_add_tensor(w, info->name, edit->new_type, n_dims, dims, converted);
+        st = gufo_gguf_writer_add_tensor(w, info->name, edit->new_type, n_dims, dims, converted, NULL);
         free(converted);
         return st;
     }
@@ -186,11 +186,11 @@ static gufo_status copy_tensor(const gufo_gguf *g, gufo_gguf_writer *w, const gu
         uint8_t *buf = malloc(bytes ? bytes : 1);
         if (!buf) return gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory");
         for (uint64_t i = 0; i < bytes; i++) buf[i] = ((const uint8_t *)data)[i % info->size];
-        st = gufo_gguf_writer_add_tensor(w, info->name, info->type, n_dims, dims, buf);
+        st = gufo_gguf_writer_add_tensor(w, info->name, info->type, n_dims, dims, buf, NULL);
         free(buf);
         return st;
     }
-    return gufo_gguf_writer_add_tensor(w, info->name, info->type, n_dims, dims, data);
+    return gufo_gguf_writer_add_tensor(w, info->name, info->type, n_dims, dims, data, NULL);
 }
 
 gufo_status conf_gguf_rewrite(const char *src, const char *dst, const conf_gguf_edit *edit, gufo_error *err)
@@ -217,7 +217,7 @@ gufo_status conf_gguf_rewrite(const char *src, const char *dst, const conf_gguf_
             continue;
         }
         have_arch |= is_arch;
-        st = gufo_gguf_writer_copy_value(w, key, g, &v);
+        st = gufo_gguf_writer_copy_value(w, key, g, &v, NULL);
         if (st != GUFO_OK) gufo_error_set(err, st, "copying key '%s' failed", key);
     }
     if (st == GUFO_OK && !have_arch && edit->set_architecture)

@@ -9,7 +9,7 @@ gufo_decisions_info conf_decisions_info(const conf_model *m)
     gufo_decisions_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
-    ((const gufo_decisions_iface *)m->provider->iface)->get_info(m->model, &info);
+    ((const gufo_decisions_iface *)m->provider->iface)->get_info(m->model, &info, NULL);
     return info;
 }
 

@@ -25,7 +25,7 @@ gufo_text_model_info conf_text_info(const conf_model *m)
     gufo_text_model_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
-    iface_of(m)->get_info(m->model, &info);
+    iface_of(m)->get_info(m->model, &info, NULL);
     return info;
 }
 
@@ -61,8 +61,8 @@ gufo_status conf_text_detokenize(const conf_model *m, const gufo_token *tokens, 
     gufo_detok_state state;
     memset(&state, 0, sizeof state);
     for (size_t i = 0; i < n && st == GUFO_OK; i++)
-        st = iface_of(m)->detokenize(m->model, &state, tokens[i], show_special, buf);
-    if (st == GUFO_OK) st = iface_of(m)->detokenize(m->model, &state, GUFO_DETOK_FLUSH, show_special, buf);
+        st = iface_of(m)->detokenize(m->model, &state, tokens[i], show_special, buf, NULL);
+    if (st == GUFO_OK) st = iface_of(m)->detokenize(m->model, &state, GUFO_DETOK_FLUSH, show_special, buf, NULL);
     if (st == GUFO_OK) {
         size_t len = 0;
         const char *data = gufo_text_buffer_data(buf, &len);
@@ -88,7 +88,7 @@ conf_stream_result conf_text_stream(const conf_model *m, const gufo_token *token
     memset(&state, 0, sizeof state);
     for (size_t k = 0; k <= n; k++) {
         gufo_text_buffer_clear(piece);
-        gufo_status st = iface_of(m)->detokenize(m->model, &state, k < n ? tokens[k] : GUFO_DETOK_FLUSH, false, piece);
+        gufo_status st = iface_of(m)->detokenize(m->model, &state, k < n ? tokens[k] : GUFO_DETOK_FLUSH, false, piece, NULL);
         if (st != GUFO_OK && r.status == GUFO_OK) {
             r.status = st;
             r.failed_at = k;

@@ -77,9 +77,10 @@ int host_loaded_open(const host_context *ctx, const cli_args *args, const char *
         return rc;
 
     out->info.struct_size = sizeof out->info;
-    gufo_status st = out->tg->get_info(out->m.model, &out->info);
+    gufo_error err = {0};
+    gufo_status st = out->tg->get_info(out->m.model, &out->info, &err);
     if (st != GUFO_OK || out->info.n_vocab <= 0) {
-        host_error("%s: get_info failed: %s", p->id, st != GUFO_OK ? gufo_status_str(st) : "the vocabulary is empty");
+        host_error("%s: get_info failed: %s", p->id, st != GUFO_OK ? host_why(st, &err) : "the vocabulary is empty");
         return HOST_EXIT_FAILURE;
     }
     if (out->info.context_length == 0) {

@@ -396,13 +396,13 @@ static int run_tg(bench_run *b, bench_result *r, gufo_token *tokens, uint32_t re
         bool eog = (b->tg->token_attr(b->model, next) & GUFO_TOKEN_END_OF_GENERATION) != 0;
         gufo_text_buffer_clear(b->piece);
         if (!eog && next >= 0 && next < b->l->info.n_vocab)
-            (void)b->tg->detokenize(b->model, &detok, next, false, b->piece);
+            (void)b->tg->detokenize(b->model, &detok, next, false, b->piece, NULL); /* text unused: timed only */
         /* The next input is random, not the sampled token, so the work does not depend on the model's output. */
         token = i + 1 < r->n_tokens ? tokens[i + 1] : token;
     }
     double t1 = host_now();
     gufo_text_buffer_clear(b->piece);
-    (void)b->tg->detokenize(b->model, &detok, GUFO_DETOK_FLUSH, false, b->piece);
+    (void)b->tg->detokenize(b->model, &detok, GUFO_DETOK_FLUSH, false, b->piece, NULL);
     double total = t1 - t0;
     r->samples_s[rep] = total;
     r->samples_ts[rep] = total > 0 ? r->n_tokens / total : 0.0;

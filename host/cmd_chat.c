@@ -490,9 +490,10 @@ static void sink_malformed(void *userdata, const char *message, const char *raw,
 static int emit(chat_state *c, gufo_token token, gufo_tool_parser *parser, const gufo_output_sink *sink)
 {
     gufo_text_buffer_clear(c->piece);
-    gufo_status st = c->tg->detokenize(c->model, &c->detok, token, false, c->piece);
+    gufo_error err = {0};
+    gufo_status st = c->tg->detokenize(c->model, &c->detok, token, false, c->piece, &err);
     if (st != GUFO_OK) {
-        host_error("%s: detokenizing token %d failed: %s", c->id, (int)token, gufo_status_str(st));
+        host_error("%s: detokenizing token %d failed: %s", c->id, (int)token, host_why(st, &err));
         return HOST_EXIT_FAILURE;
     }
     size_t len = 0;
@@ -500,9 +501,9 @@ static int emit(chat_state *c, gufo_token token, gufo_tool_parser *parser, const
     if (!len)
         return HOST_EXIT_OK;
     if (parser) {
-        st = c->tg->tool_parser_feed(parser, text, len, sink);
+        st = c->tg->tool_parser_feed(parser, text, len, sink, &err);
         if (st != GUFO_OK) {
-            host_error("%s: the tool-call parser failed: %s", c->id, gufo_status_str(st));
+            host_error("%s: the tool-call parser failed: %s", c->id, host_why(st, &err));
             return HOST_EXIT_FAILURE;
         }
     } else {
@@ -661,8 +662,10 @@ static int run_turn(chat_state *c, size_t turn, bool *dropped)
     /* Held-back bytes of a character will not be completed now; the parser releases what it held. */
     if (rc == HOST_EXIT_OK || rc == HOST_EXIT_INTERRUPTED) {
         int frc = emit(c, GUFO_DETOK_FLUSH, parser, &sink);
-        if (parser && c->tg->tool_parser_finish(parser, &sink) != GUFO_OK && frc == HOST_EXIT_OK) {
-            host_error("%s: the tool-call parser failed at the end of the reply", c->id);
+        gufo_error err = {0};
+        gufo_status st = parser ? c->tg->tool_parser_finish(parser, &sink, &err) : GUFO_OK;
+        if (st != GUFO_OK && frc == HOST_EXIT_OK) {
+            host_error("%s: the tool-call parser failed at the end of the reply: %s", c->id, host_why(st, &err));
             frc = HOST_EXIT_FAILURE;
         }
         if (rc == HOST_EXIT_OK)

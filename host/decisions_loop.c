@@ -42,9 +42,10 @@ int host_decisions_run(const gufo_provider *provider, gufo_model *model, char *c
     gufo_decisions_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
-    gufo_status st = iface->get_info(model, &info);
+    gufo_error err = {0};
+    gufo_status st = iface->get_info(model, &info, &err);
     if (st != GUFO_OK || info.n_labels == 0 || !info.labels) {
-        host_error("%s: get_info failed: %s", provider->id, st != GUFO_OK ? gufo_status_str(st) : "no labels");
+        host_error("%s: get_info failed: %s", provider->id, st != GUFO_OK ? host_why(st, &err) : "no labels");
         return HOST_EXIT_FAILURE;
     }
     size_t batch_size = info.max_batch ? info.max_batch : n;
@@ -74,7 +75,7 @@ int host_decisions_run(const gufo_provider *provider, gufo_model *model, char *c
                                             .status = GUFO_OK};
         }
         gufo_decisions_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = count, .cancel = cancel};
-        gufo_error err = {0};
+        err = (gufo_error){0};
         st = iface->decide(model, &batch, &err);
         if (st == GUFO_E_CANCELLED) {
             rc = HOST_EXIT_INTERRUPTED;

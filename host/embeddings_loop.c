@@ -26,10 +26,10 @@ int host_embeddings_run(const gufo_provider *provider, gufo_model *model, char *
     gufo_embeddings_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
-    gufo_status st = iface->get_info(model, &info);
+    gufo_error err = {0};
+    gufo_status st = iface->get_info(model, &info, &err);
     if (st != GUFO_OK || info.dimension == 0) {
-        host_error("%s: get_info failed: %s", provider->id,
-                   st != GUFO_OK ? gufo_status_str(st) : "the dimension is 0");
+        host_error("%s: get_info failed: %s", provider->id, st != GUFO_OK ? host_why(st, &err) : "the dimension is 0");
         return HOST_EXIT_FAILURE;
     }
     size_t batch_size = info.max_batch ? info.max_batch : n;
@@ -62,7 +62,7 @@ int host_embeddings_run(const gufo_provider *provider, gufo_model *model, char *
                                          .out_tokens = &token_counts[i], .status = GUFO_OK};
         }
         gufo_embeddings_batch batch = {.struct_size = sizeof batch, .items = items, .n_items = count, .cancel = cancel};
-        gufo_error err = {0};
+        err = (gufo_error){0};
         st = iface->embed(model, &batch, &err);
         if (st == GUFO_E_CANCELLED) {
             rc = HOST_EXIT_INTERRUPTED;

@@ -14,6 +14,11 @@ void host_error(const char *fmt, ...)
     va_end(args);
 }
 
+const char *host_why(gufo_status status, const gufo_error *err)
+{
+    return err && err->status != GUFO_OK && err->message[0] ? err->message : gufo_status_str(status);
+}
+
 void host_usage_error(const char *command, const char *fmt, ...)
 {
     va_list args;

@@ -8,6 +8,7 @@
 #define GUFO_HOST_REPORT_H
 
 #include <gufo/ext/common.h>
+#include <gufo/ext/status.h>
 
 /** Process exit statuses of every gufo command. */
 enum {
@@ -19,6 +20,13 @@ enum {
 
 /** Prints "gufo: <message>\n" to stderr. */
 void host_error(const char *fmt, ...) GUFO_EXT_PRINTF(1, 2);
+
+/**
+ * What to tell the user about a failed call: the callee's explanation in
+ * `err` when it gave one, else the status' short text. Borrowed from `err`
+ * or static.
+ */
+const char *host_why(gufo_status status, const gufo_error *err);
 
 /** Prints "gufo <command>: <message>\n" to stderr (usage errors). */
 void host_usage_error(const char *command, const char *fmt, ...) GUFO_EXT_PRINTF(2, 3);

@@ -1,6 +1,7 @@
 /* host/server_decisions.c — see server_decisions.h. */
 #include "server_decisions.h"
 #include "server_batch.h"
+#include "report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +57,11 @@ cJSON *srv_decisions_answer(const srv_app *app, const char *body, size_t len, sr
     bool ok = srv_batch_request_parse(app, body, len, decision_fields, MAX_INPUTS, &r, e);
     size_t n = r.n_inputs;
     if (ok) {
-        gufo_status st = iface->get_info(app->model, &info);
+        gufo_error err = {0};
+        gufo_status st = iface->get_info(app->model, &info, &err);
         if (st != GUFO_OK || info.n_labels == 0)
-            ok = srv_fail(e, 500, NULL, "%s: get_info failed: %s", app->provider->id, gufo_status_str(st));
+            ok = srv_fail(e, 500, NULL, "%s: get_info failed: %s", app->provider->id,
+                          st != GUFO_OK ? host_why(st, &err) : "no labels");
     }
     if (ok) {
         items = calloc(n, sizeof *items);

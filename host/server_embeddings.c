@@ -1,6 +1,7 @@
 /* host/server_embeddings.c — see server_embeddings.h. */
 #include "server_embeddings.h"
 #include "server_batch.h"
+#include "report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,9 +120,10 @@ cJSON *srv_embeddings_answer(const srv_app *app, const char *body, size_t len, s
             ok = srv_fail(e, 400, "encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
     }
     if (ok) {
-        gufo_status st = iface->get_info(app->model, &info);
+        gufo_error err = {0};
+        gufo_status st = iface->get_info(app->model, &info, &err);
         if (st != GUFO_OK)
-            ok = srv_fail(e, 500, NULL, "%s: get_info failed: %s", app->provider->id, gufo_status_str(st));
+            ok = srv_fail(e, 500, NULL, "%s: get_info failed: %s", app->provider->id, host_why(st, &err));
     }
     ok = ok && parse_dimension(r.root, &info, &dim, e);
     uint32_t out_dim = dim ? dim : info.dimension;

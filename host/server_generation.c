@@ -176,7 +176,7 @@ static void feed(srv_generation *g, const char *text, size_t len)
         return;
     }
     gufo_output_sink sink = relay(g);
-    if (g->app->tg->tool_parser_feed(g->parser, text, len, &sink) != GUFO_OK)
+    if (g->app->tg->tool_parser_feed(g->parser, text, len, &sink, NULL) != GUFO_OK)
         g->oom = true;
 }
 
@@ -189,7 +189,7 @@ srv_finish srv_generation_pump(srv_generation *g)
     bool answered = f == SRV_FINISH_STOP || f == SRV_FINISH_LENGTH || f == SRV_FINISH_DEADLINE;
     if (answered && g->parser && !g->parser_finished) {
         gufo_output_sink sink = relay(g);
-        g->app->tg->tool_parser_finish(g->parser, &sink);
+        g->app->tg->tool_parser_finish(g->parser, &sink, NULL);
         g->parser_finished = true;
     }
     return f;

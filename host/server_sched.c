@@ -404,7 +404,7 @@ static void job_finish(srv_sched *s, srv_job *job, srv_finish finish, const char
     if (finish == SRV_FINISH_STOP || finish == SRV_FINISH_LENGTH) {
         /* Bytes of a character still held back cannot complete now: the detokenizer makes them U+FFFD. */
         gufo_text_buffer_clear(s->piece);
-        if (job->session && s->tg->detokenize(s->config.model, &job->detok, GUFO_DETOK_FLUSH, false, s->piece) ==
+        if (job->session && s->tg->detokenize(s->config.model, &job->detok, GUFO_DETOK_FLUSH, false, s->piece, NULL) ==
                                 GUFO_OK) {
             size_t len = 0;
             const char *text = gufo_text_buffer_data(s->piece, &len);
@@ -493,9 +493,10 @@ static bool job_take_token(srv_sched *s, srv_job *job, gufo_token token)
         return false;
     }
     gufo_text_buffer_clear(s->piece);
-    gufo_status st = s->tg->detokenize(s->config.model, &job->detok, token, false, s->piece);
+    gufo_error err = {0};
+    gufo_status st = s->tg->detokenize(s->config.model, &job->detok, token, false, s->piece, &err);
     if (st != GUFO_OK) {
-        job_fail(s, job, "detokenize", st, NULL);
+        job_fail(s, job, "detokenize", st, &err);
         return false;
     }
     size_t len = 0;
@@ -976,10 +977,11 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
     s->config = *config;
     s->tg = tg;
     s->info.struct_size = sizeof s->info;
-    gufo_status st = tg->get_info(config->model, &s->info);
+    gufo_error err = {0};
+    gufo_status st = tg->get_info(config->model, &s->info, &err);
     if (st != GUFO_OK || s->info.n_vocab <= 0) {
         host_error("%s: get_info failed: %s", config->provider->id,
-                   st != GUFO_OK ? gufo_status_str(st) : "the vocabulary is empty");
+                   st != GUFO_OK ? host_why(st, &err) : "the vocabulary is empty");
         free(s);
         return HOST_EXIT_FAILURE;
     }

@@ -109,9 +109,10 @@ static int tokenize(generation *g, const char *text, size_t len, gufo_token **ou
 static int emit(generation *g, gufo_token token)
 {
     gufo_text_buffer_clear(g->piece);
-    gufo_status st = g->tg->detokenize(g->model, &g->detok, token, false, g->piece);
+    gufo_error err = {0};
+    gufo_status st = g->tg->detokenize(g->model, &g->detok, token, false, g->piece, &err);
     if (st != GUFO_OK) {
-        host_error("%s: detokenizing token %d failed: %s", g->provider->id, (int)token, gufo_status_str(st));
+        host_error("%s: detokenizing token %d failed: %s", g->provider->id, (int)token, host_why(st, &err));
         return HOST_EXIT_FAILURE;
     }
     size_t len = 0;
@@ -266,8 +267,8 @@ void host_report_empty_reply(const gufo_text_generation_iface *tg, gufo_model *m
     memset(&state, 0, sizeof state);
     const char *text = NULL;
     size_t len = 0;
-    if (gufo_text_buffer_create(0, &name) == GUFO_OK && tg->detokenize(model, &state, token, true, name) == GUFO_OK &&
-        tg->detokenize(model, &state, GUFO_DETOK_FLUSH, true, name) == GUFO_OK)
+    if (gufo_text_buffer_create(0, &name) == GUFO_OK && tg->detokenize(model, &state, token, true, name, NULL) == GUFO_OK &&
+        tg->detokenize(model, &state, GUFO_DETOK_FLUSH, true, name, NULL) == GUFO_OK)
         text = gufo_text_buffer_data(name, &len);
     if (text && len)
         fprintf(stderr, "gufo: the reply is empty: the model ended its turn at once (its first token was %.*s, id %d)\n",
@@ -331,10 +332,11 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
     g.stop_reason = "done";
     g.end_token = -1;
 
-    gufo_status st = tg->get_info(model, &g.info);
+    gufo_error err = {0};
+    gufo_status st = tg->get_info(model, &g.info, &err);
     if (st != GUFO_OK || g.info.n_vocab <= 0) {
         host_error("%s: get_info failed: %s", provider->id,
-                   st != GUFO_OK ? gufo_status_str(st) : "the vocabulary is empty");
+                   st != GUFO_OK ? host_why(st, &err) : "the vocabulary is empty");
         return HOST_EXIT_FAILURE;
     }
 
@@ -365,7 +367,6 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
     if ((rc = check_context(&g)) != HOST_EXIT_OK)
         goto done;
 
-    gufo_error err = {0};
     gufo_session_params sp = {.struct_size = sizeof sp, .context_length = g.context_length};
     if ((st = tg->session_create(model, &sp, &g.session, &err)) != GUFO_OK) {
         host_error("%s: creating a session of %u tokens failed: %s", provider->id, g.context_length,

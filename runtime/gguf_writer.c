@@ -382,79 +382,132 @@ static gufo_status read_element(const gufo_gguf *src, const gufo_gguf_value *arr
     return gufo_gguf_array_u64(src, array, i, &out->v.u64);
 }
 
-GUFO_EXT_API gufo_status gufo_gguf_writer_copy_value(gufo_gguf_writer *w, const char *key, const gufo_gguf *src,
-                                                     const gufo_gguf_value *value)
+/* Why check_key() refused `key`, for the detail of the calls that take a gufo_error. */
+static gufo_status refuse_key(const gufo_gguf_writer *w, const char *key, const char *call, gufo_error *err)
 {
-    gufo_status st = check_key(w, key);
-    if (st != GUFO_OK) return st;
+    if (!w) return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s needs a writer", call);
+    if (!key || !key[0]) return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s needs a non-empty key", call);
+    return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s: key '%s' is already in the writer", call, key);
+}
+
+static gufo_status no_memory(const char *key, gufo_error *err)
+{
+    return gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory copying key '%s'", key);
+}
+
+/* Appends an array value to `b` element by element, each in the array's element type. */
+static gufo_status append_array(const char *key, const gufo_gguf *src, const gufo_gguf_value *value, byte_buf *b,
+                                gufo_error *err)
+{
+    gufo_gguf_type et = value->array_type;
+    if (!src)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "key '%s': an array value is read from its file, and no file was given", key);
+    if (et == GUFO_GGUF_ARRAY || (unsigned)et > GUFO_GGUF_FLOAT64)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "key '%s': arrays of %s cannot be written", key,
+                              gufo_gguf_type_name(et));
+    buf_le(b, (uint64_t)et, 4);
+    buf_le(b, value->count, 8);
+    for (uint64_t i = 0; i < value->count && !b->failed; i++) {
+        gufo_gguf_value element;
+        gufo_status st = read_element(src, value, i, &element);
+        if (st == GUFO_E_FORMAT)
+            return gufo_error_set(err, st, "key '%s': element %" PRIu64 " does not read as %s", key, i,
+                                  gufo_gguf_type_name(et));
+        if (st != GUFO_OK)
+            return gufo_error_set(err, st,
+                                  "key '%s': element %" PRIu64 " cannot be read from the file given (%s): the "
+                                  "value must come from that file, with a count no larger than it has there",
+                                  key, i, gufo_status_str(st));
+        if (!append_value(b, et, &element))
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "key '%s': element %" PRIu64 " does not fit %s",
+                                  key, i, gufo_gguf_type_name(et));
+    }
+    return GUFO_OK;
+}
+
+GUFO_EXT_API gufo_status gufo_gguf_writer_copy_value(gufo_gguf_writer *w, const char *key, const gufo_gguf *src,
+                                                     const gufo_gguf_value *value, gufo_error *err)
+{
+    static const char call[] = "gufo_gguf_writer_copy_value";
+    if (check_key(w, key) != GUFO_OK) return refuse_key(w, key, call, err);
     gufo_gguf_value found;
     if (!value) {
-        if (!src) return GUFO_E_INVALID_ARGUMENT;
-        if ((st = gufo_gguf_find_kv(src, key, &found)) != GUFO_OK) return st;
+        if (!src) return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s: key '%s': give a value or a file", call, key);
+        gufo_status st = gufo_gguf_find_kv(src, key, &found);
+        if (st != GUFO_OK) return gufo_error_set(err, st, "key '%s' is not in the file to copy from", key);
         value = &found;
     }
     if (is_alignment_key(key)) {
         /* Shapes the layout: only what gufo_gguf_writer_set_u32 accepts. */
-        if (value->type != GUFO_GGUF_UINT32 || value->v.u64 > UINT32_MAX) return GUFO_E_INVALID_ARGUMENT;
-        return gufo_gguf_writer_set_u32(w, key, (uint32_t)value->v.u64);
+        if (value->type != GUFO_GGUF_UINT32 || value->v.u64 > UINT32_MAX ||
+            gufo_gguf_writer_set_u32(w, key, (uint32_t)value->v.u64) != GUFO_OK)
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                                  "key '%s' must be a uint32 power of two (it sets the writer's alignment)", key);
+        return GUFO_OK;
     }
     byte_buf b = {0};
     buf_le(&b, (uint64_t)value->type, 4);
-    if (value->type != GUFO_GGUF_ARRAY) {
-        if (!append_value(&b, value->type, value)) {
-            free(b.data);
-            return GUFO_E_INVALID_ARGUMENT;
-        }
-        return add_kv(w, key, b);
-    }
-    gufo_gguf_type et = value->array_type;
-    if (!src || et == GUFO_GGUF_ARRAY || (unsigned)et > GUFO_GGUF_FLOAT64) {
-        free(b.data);
-        return GUFO_E_INVALID_ARGUMENT;
-    }
-    buf_le(&b, (uint64_t)et, 4);
-    buf_le(&b, value->count, 8);
-    for (uint64_t i = 0; i < value->count && !b.failed && st == GUFO_OK; i++) {
-        gufo_gguf_value element;
-        st = read_element(src, value, i, &element);
-        if (st == GUFO_OK && !append_value(&b, et, &element)) st = GUFO_E_INVALID_ARGUMENT;
-    }
+    gufo_status st = GUFO_OK;
+    if (value->type == GUFO_GGUF_ARRAY)
+        st = append_array(key, src, value, &b, err);
+    else if (!append_value(&b, value->type, value))
+        st = gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "key '%s': the value does not fit its type %s", key,
+                            gufo_gguf_type_name(value->type));
     if (st != GUFO_OK) {
         free(b.data);
         return st;
     }
-    return add_kv(w, key, b);
+    return add_kv(w, key, b) == GUFO_OK ? GUFO_OK : no_memory(key, err); /* add_kv owns b from here */
 }
 
 /* ---- Tensors ---------------------------------------------------------------- */
 
 /* Validates a tensor's shape and returns its data size in *size. */
-static gufo_status tensor_size(gufo_tensor_type type, uint32_t n_dims, const uint64_t *dims, uint64_t *size)
+static gufo_status tensor_size(const char *name, gufo_tensor_type type, uint32_t n_dims, const uint64_t *dims,
+                               uint64_t *size, gufo_error *err)
 {
-    if (n_dims < 1 || n_dims > GUFO_GGUF_MAX_DIMS || !dims) return GUFO_E_INVALID_ARGUMENT;
+    if (n_dims < 1 || n_dims > GUFO_GGUF_MAX_DIMS || !dims)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "tensor '%s': %u dimensions; GGUF has 1 to %d", name,
+                              (unsigned)n_dims, GUFO_GGUF_MAX_DIMS);
     uint64_t rows = 1;
     for (uint32_t d = 0; d < n_dims; d++) {
-        if (dims[d] == 0) return GUFO_E_INVALID_ARGUMENT;
-        if (d > 0 && dims[d] > UINT64_MAX / rows) return GUFO_E_INVALID_ARGUMENT;
+        if (dims[d] == 0)
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "tensor '%s': dimension %u is 0", name, (unsigned)d);
+        if (d > 0 && dims[d] > UINT64_MAX / rows)
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "tensor '%s': its element count overflows", name);
         if (d > 0) rows *= dims[d];
     }
-    uint64_t row = gufo_tensor_row_size(type, dims[0]); /* 0: unknown type or partial block */
-    if (row == 0 || rows > UINT64_MAX / row || row * rows > SIZE_MAX) return GUFO_E_INVALID_ARGUMENT;
-    if (dims[0] > (uint64_t)INT64_MAX / rows) return GUFO_E_INVALID_ARGUMENT; /* readers cap elements at 2^63 */
+    uint32_t block = 0, block_bytes = 0;
+    if (!gufo_tensor_type_block(type, &block, &block_bytes))
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "tensor '%s': unknown tensor type %d", name, (int)type);
+    uint64_t row = gufo_tensor_row_size(type, dims[0]); /* 0: partial block */
+    if (row == 0)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "tensor '%s': a row of %" PRIu64 " elements is not a multiple of %s's block of %u",
+                              name, dims[0], gufo_tensor_type_name(type), (unsigned)block);
+    if (rows > UINT64_MAX / row || row * rows > SIZE_MAX || dims[0] > (uint64_t)INT64_MAX / rows)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "tensor '%s': too large to hold (readers cap "
+                              "elements at 2^63)", name);
     *size = row * rows;
     return GUFO_OK;
 }
 
 GUFO_EXT_API gufo_status gufo_gguf_writer_add_tensor(gufo_gguf_writer *w, const char *name, gufo_tensor_type type,
-                                                     uint32_t n_dims, const uint64_t *dims, const void *data)
+                                                     uint32_t n_dims, const uint64_t *dims, const void *data,
+                                                     gufo_error *err)
 {
-    if (!w || !name || !name[0] || !data) return GUFO_E_INVALID_ARGUMENT;
+    if (!w || !name || !name[0] || !data)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "gufo_gguf_writer_add_tensor needs a writer, a non-empty name and data");
     for (size_t i = 0; i < w->n_tensors; i++)
-        if (strcmp(w->tensors[i].name, name) == 0) return GUFO_E_INVALID_ARGUMENT;
+        if (strcmp(w->tensors[i].name, name) == 0)
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "tensor '%s' is already in the writer", name);
     uint64_t size = 0;
-    gufo_status st = tensor_size(type, n_dims, dims, &size);
+    gufo_status st = tensor_size(name, type, n_dims, dims, &size, err);
     if (st != GUFO_OK) return st;
-    if (!grow((void **)&w->tensors, &w->tensor_cap, w->n_tensors, sizeof *w->tensors)) return GUFO_E_NO_MEMORY;
+    if (!grow((void **)&w->tensors, &w->tensor_cap, w->n_tensors, sizeof *w->tensors))
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory adding tensor '%s'", name);
     writer_tensor t = {.type = type, .n_dims = n_dims, .size = size};
     for (uint32_t d = 0; d < GUFO_GGUF_MAX_DIMS; d++) t.dims[d] = d < n_dims ? dims[d] : 1;
     t.name = malloc(strlen(name) + 1);
@@ -462,7 +515,8 @@ GUFO_EXT_API gufo_status gufo_gguf_writer_add_tensor(gufo_gguf_writer *w, const 
     if (!t.name || !t.data) {
         free(t.name);
         free(t.data);
-        return GUFO_E_NO_MEMORY;
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory copying tensor '%s' (%" PRIu64 " bytes)", name,
+                              size);
     }
     strcpy(t.name, name);
     memcpy(t.data, data, (size_t)size);

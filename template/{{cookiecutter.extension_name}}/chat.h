@@ -29,8 +29,8 @@ gufo_status {{ cookiecutter.extension_name }}_render_chat(const gufo_chat *chat,
 /** See gufo_text_generation_iface.tool_parser_create and the slots after it. */
 gufo_status {{ cookiecutter.extension_name }}_tool_parser_create(gufo_tool_parser **out, gufo_error *err);
 gufo_status {{ cookiecutter.extension_name }}_tool_parser_feed(gufo_tool_parser *parser, const char *text, size_t len,
-                                         const gufo_output_sink *sink);
-gufo_status {{ cookiecutter.extension_name }}_tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink);
+                                         const gufo_output_sink *sink, gufo_error *err);
+gufo_status {{ cookiecutter.extension_name }}_tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink, gufo_error *err);
 void {{ cookiecutter.extension_name }}_tool_parser_destroy(gufo_tool_parser *parser);
 
 #endif /* {{ cookiecutter.extension_name|upper }}_CHAT_H */

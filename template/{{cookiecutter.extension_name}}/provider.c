@@ -59,11 +59,12 @@ static void {{ cookiecutter.extension_name }}_destroy(gufo_model *handle)
     {{ cookiecutter.extension_name }}_model_free(model);
 }
 
-static gufo_status {{ cookiecutter.extension_name }}_get_info(gufo_model *handle, gufo_text_model_info *info)
+static gufo_status {{ cookiecutter.extension_name }}_get_info(gufo_model *handle, gufo_text_model_info *info, gufo_error *err)
 {
     const {{ cookiecutter.extension_name }}_model *model = {{ cookiecutter.extension_name }}_from_handle(handle);
     if (!model || !info || info->struct_size < sizeof info->struct_size)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "{{ cookiecutter.extension_name }} get_info needs a model and an info struct whose "
+                              "struct_size is set");
     gufo_text_model_info full = {
         .struct_size = info->struct_size,
         .n_vocab = {{ cookiecutter.extension_name|upper }}_N_VOCAB,
@@ -93,10 +94,16 @@ static gufo_status {{ cookiecutter.extension_name }}_iface_tokenize(gufo_model *
 }
 
 static gufo_status {{ cookiecutter.extension_name }}_iface_detokenize(gufo_model *model, gufo_detok_state *state, gufo_token token,
-                                                bool show_special, gufo_text_buffer *out)
+                                                bool show_special, gufo_text_buffer *out, gufo_error *err)
 {
     (void)model;
-    return {{ cookiecutter.extension_name }}_detokenize(state, token, show_special, out);
+    gufo_status status = {{ cookiecutter.extension_name }}_detokenize(state, token, show_special, out);
+    if (status == GUFO_E_INVALID_ARGUMENT)
+        return gufo_error_set(err, status, "{{ cookiecutter.extension_name }} detokenize needs a state, a buffer and a token below %d (got %d)",
+                              {{ cookiecutter.extension_name|upper }}_N_VOCAB, (int)token);
+    if (status != GUFO_OK)
+        return gufo_error_set(err, status, "{{ cookiecutter.extension_name }} detokenize: cannot append the token's text");
+    return GUFO_OK;
 }
 
 static uint32_t {{ cookiecutter.extension_name }}_iface_token_attr(gufo_model *model, gufo_token token)
@@ -123,17 +130,19 @@ static gufo_status {{ cookiecutter.extension_name }}_iface_tool_parser_create(gu
 /* Two loaded models may share cached sessions exactly when they compute the
  * same thing: same architecture, same weights. The file size guards against
  * a checksum collision between files of different shape. */
-static gufo_status {{ cookiecutter.extension_name }}_cache_identity(gufo_model *handle, gufo_text_buffer *out)
+static gufo_status {{ cookiecutter.extension_name }}_cache_identity(gufo_model *handle, gufo_text_buffer *out, gufo_error *err)
 {
     const {{ cookiecutter.extension_name }}_model *model = {{ cookiecutter.extension_name }}_from_handle(handle);
     if (!model || !out)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "{{ cookiecutter.extension_name }} cache_identity needs a model and a buffer");
     char text[160];
     int n = snprintf(text, sizeof text, "%s;size=%llu;fnv1a64=%016llx", {{ cookiecutter.extension_name|upper }}_ARCHITECTURE,
                      (unsigned long long)model->file_size, (unsigned long long)model->checksum);
     if (n < 0 || (size_t)n >= sizeof text)
-        return GUFO_E_INTERNAL;
-    return gufo_text_buffer_append(out, text, (size_t)n);
+        return gufo_error_set(err, GUFO_E_INTERNAL, "{{ cookiecutter.extension_name }} cache_identity: the identity outgrew %zu bytes", sizeof text);
+    if (gufo_text_buffer_append(out, text, (size_t)n) != GUFO_OK)
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "{{ cookiecutter.extension_name }} cache_identity: out of memory");
+    return GUFO_OK;
 }
 
 static const gufo_text_generation_iface {{ cookiecutter.extension_name }}_iface = {

@@ -225,18 +225,18 @@ static void {{ cookiecutter.extension_name }}_process({{ cookiecutter.extension_
 }
 
 gufo_status {{ cookiecutter.extension_name }}_tool_parser_feed(gufo_tool_parser *handle, const char *text, size_t len,
-                                         const gufo_output_sink *sink)
+                                         const gufo_output_sink *sink, gufo_error *err)
 {
     {{ cookiecutter.extension_name }}_tool_parser *p = {{ cookiecutter.extension_name }}_parser(handle);
     if (!p || (!text && len))
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "{{ cookiecutter.extension_name }} tool_parser_feed needs a parser and its text");
     if (p->len + len + 1 > p->cap) {
         size_t cap = p->cap ? p->cap : 256;
         while (cap < p->len + len + 1)
             cap *= 2;
         char *grown = realloc(p->buf, cap);
         if (!grown)
-            return GUFO_E_NO_MEMORY;
+            return gufo_error_set(err, GUFO_E_NO_MEMORY, "{{ cookiecutter.extension_name }} tool_parser_feed: out of memory holding %zu bytes", cap);
         p->buf = grown;
         p->cap = cap;
     }
@@ -248,17 +248,17 @@ gufo_status {{ cookiecutter.extension_name }}_tool_parser_feed(gufo_tool_parser 
     return GUFO_OK;
 }
 
-gufo_status {{ cookiecutter.extension_name }}_tool_parser_finish(gufo_tool_parser *handle, const gufo_output_sink *sink)
+gufo_status {{ cookiecutter.extension_name }}_tool_parser_finish(gufo_tool_parser *handle, const gufo_output_sink *sink, gufo_error *err)
 {
     {{ cookiecutter.extension_name }}_tool_parser *p = {{ cookiecutter.extension_name }}_parser(handle);
     if (!p)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "{{ cookiecutter.extension_name }} tool_parser_finish needs a parser");
     if (p->mode == {{ cookiecutter.extension_name|upper }}_CALL) {
         /* Never closed: what the model wrote goes back as text, flagged. */
         size_t open_len = strlen({{ cookiecutter.extension_name|upper }}_CALL_OPEN);
         char *raw = malloc(open_len + p->len + 1);
         if (!raw)
-            return GUFO_E_NO_MEMORY;
+            return gufo_error_set(err, GUFO_E_NO_MEMORY, "{{ cookiecutter.extension_name }} tool_parser_finish: out of memory");
         memcpy(raw, {{ cookiecutter.extension_name|upper }}_CALL_OPEN, open_len);
         memcpy(raw + open_len, p->buf, p->len);
         raw[open_len + p->len] = '\0';

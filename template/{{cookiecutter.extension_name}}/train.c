@@ -128,6 +128,7 @@ int main(int argc, char **argv)
     }
     const uint64_t dims[2] = {V, V}; /* innermost first: the next token varies fastest */
     gufo_status status = GUFO_OK;
+    gufo_error err = {0};
     if (status == GUFO_OK)
         status = gufo_gguf_writer_set_string(w, "general.architecture", {{ cookiecutter.extension_name|upper }}_ARCHITECTURE);
     if (status == GUFO_OK)
@@ -143,11 +144,10 @@ int main(int argc, char **argv)
     if (status == GUFO_OK)
         status = gufo_gguf_writer_set_u32(w, {{ cookiecutter.extension_name|upper }}_KEY_EOS, {{ cookiecutter.extension_name|upper }}_EOS);
     if (status == GUFO_OK)
-        status = gufo_gguf_writer_add_tensor(w, {{ cookiecutter.extension_name|upper }}_TENSOR_OUTPUT, GUFO_TENSOR_F32, 2, dims, log_probs);
-    gufo_error err = {0};
+        status = gufo_gguf_writer_add_tensor(w, {{ cookiecutter.extension_name|upper }}_TENSOR_OUTPUT, GUFO_TENSOR_F32, 2, dims, log_probs, &err);
     if (status == GUFO_OK)
         status = gufo_gguf_writer_write(w, out_path, &err);
-    else
+    else if (err.status == GUFO_OK) /* a setter failed: they give no detail */
         gufo_error_set(&err, status, "building the GGUF in memory failed: %s", gufo_status_str(status));
     gufo_gguf_writer_destroy(w);
     if (status != GUFO_OK) {

@@ -157,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_REQUIRE_MSG(st == GUFO_OK && parser, "no tool-call parser for a chat the template renders: %s",
                              err.message);
             gufo_output_sink sink = {.struct_size = sizeof sink}; /* every callback may be NULL */
-            FUZZ_REQUIRE(g_model->tg->tool_parser_finish(parser, &sink) == GUFO_OK);
+            FUZZ_REQUIRE(g_model->tg->tool_parser_finish(parser, &sink, NULL) == GUFO_OK);
             g_model->tg->tool_parser_destroy(parser);
         }
         free(prompt);

@@ -37,7 +37,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     g_model = fuzz_model_load(GUFO_CAPABILITY_EMBEDDINGS, "GUFO_FUZZ_BATCH_MODEL", GUFO_FUZZ_BATCH_MODEL);
     const gufo_embeddings_iface *iface = g_model->app.provider->iface;
     g_info = (gufo_embeddings_info){.struct_size = sizeof g_info};
-    FUZZ_REQUIRE(iface->get_info(g_model->app.model, &g_info) == GUFO_OK && g_info.dimension > 0);
+    FUZZ_REQUIRE(iface->get_info(g_model->app.model, &g_info, NULL) == GUFO_OK && g_info.dimension > 0);
     return 0;
 }
 

@@ -209,10 +209,10 @@ static void check_model_readers(const char *text, size_t len)
     FUZZ_REQUIRE(g_model->tg->tool_parser_create(g_model->app.model, NULL, &parser, &err) == GUFO_OK);
     gufo_output_sink sink = {.struct_size = sizeof sink, .tool_call = on_tool_call, .malformed = on_malformed};
     static const char open[] = "<tool_call>\n", close[] = "\n</tool_call>";
-    FUZZ_REQUIRE(g_model->tg->tool_parser_feed(parser, open, strlen(open), &sink) == GUFO_OK);
-    FUZZ_REQUIRE(g_model->tg->tool_parser_feed(parser, text, len, &sink) == GUFO_OK);
-    FUZZ_REQUIRE(g_model->tg->tool_parser_feed(parser, close, strlen(close), &sink) == GUFO_OK);
-    FUZZ_REQUIRE(g_model->tg->tool_parser_finish(parser, &sink) == GUFO_OK);
+    FUZZ_REQUIRE(g_model->tg->tool_parser_feed(parser, open, strlen(open), &sink, NULL) == GUFO_OK);
+    FUZZ_REQUIRE(g_model->tg->tool_parser_feed(parser, text, len, &sink, NULL) == GUFO_OK);
+    FUZZ_REQUIRE(g_model->tg->tool_parser_feed(parser, close, strlen(close), &sink, NULL) == GUFO_OK);
+    FUZZ_REQUIRE(g_model->tg->tool_parser_finish(parser, &sink, NULL) == GUFO_OK);
     g_model->tg->tool_parser_destroy(parser);
 }
 

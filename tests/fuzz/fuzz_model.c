@@ -58,7 +58,7 @@ fuzz_model *fuzz_model_load(gufo_capability capability, const char *env_name, co
         m->tg = app->provider->iface;
         app->tg = m->tg;
         m->info = (gufo_text_model_info){.struct_size = sizeof m->info};
-        if (m->tg->get_info(app->model, &m->info) != GUFO_OK) {
+        if (m->tg->get_info(app->model, &m->info, NULL) != GUFO_OK) {
             fprintf(stderr, "fuzz_model: %s: get_info failed\n", m->host.provider.decl->id);
             abort();
         }

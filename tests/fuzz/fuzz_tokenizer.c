@@ -45,7 +45,7 @@ static char *detokenize(const gufo_token *tokens, size_t n, bool show_special, s
     for (size_t i = 0; i <= n; i++) {
         gufo_text_buffer_clear(piece);
         gufo_token token = i < n ? tokens[i] : GUFO_DETOK_FLUSH;
-        gufo_status st = g_model->tg->detokenize(g_model->app.model, &state, token, show_special, piece);
+        gufo_status st = g_model->tg->detokenize(g_model->app.model, &state, token, show_special, piece, NULL);
         FUZZ_REQUIRE_MSG(st == GUFO_OK, "detokenize(%d) gave %s", token, gufo_status_name(st));
         size_t piece_len = 0;
         const char *text = gufo_text_buffer_data(piece, &piece_len);

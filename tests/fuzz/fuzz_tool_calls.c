@@ -175,11 +175,11 @@ static void parse(const gufo_chat *chat, const char *text, size_t len, split_kin
             for (size_t k = 0; k < chars && at + piece < len; k++)
                 piece += fuzz_utf8_char_len(text + at + piece, len - at - piece);
         }
-        gufo_status st = tg->tool_parser_feed(parser, text + at, piece, &sink);
+        gufo_status st = tg->tool_parser_feed(parser, text + at, piece, &sink, NULL);
         FUZZ_REQUIRE_MSG(st == GUFO_OK, "tool_parser_feed gave %s", gufo_status_name(st));
         at += piece;
     }
-    FUZZ_REQUIRE(tg->tool_parser_finish(parser, &sink) == GUFO_OK);
+    FUZZ_REQUIRE(tg->tool_parser_finish(parser, &sink, NULL) == GUFO_OK);
     tg->tool_parser_destroy(parser);
 }
 

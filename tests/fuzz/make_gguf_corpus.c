@@ -62,7 +62,7 @@ static void add_tensor(gufo_gguf_writer *w, const char *name, gufo_tensor_type t
     unsigned char *q = malloc((size_t)gufo_tensor_row_size(type, n) + 1);
     for (uint64_t i = 0; i < n; i++) x[i] = (float)sin((double)i * 0.21) * 2.0f;
     ok(gufo_tensor_quantize(type, x, q, n), name);
-    ok(gufo_gguf_writer_add_tensor(w, name, type, n_dims, dims, q), name);
+    ok(gufo_gguf_writer_add_tensor(w, name, type, n_dims, dims, q, NULL), name);
     free(x);
     free(q);
 }

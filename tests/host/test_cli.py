@@ -593,6 +593,25 @@ class ToyOptionsTest(ToyBase):
         self.assertIn("Values in this build: off, toy-draft.", " ".join(r.stdout.split()))
 
 
+class ProviderErrorsTest(ToyBase):
+    """A provider's explanation of a failure reaches the user, from create and from the slots (API 0.2.8)."""
+
+    def failing(self, slot):
+        r = toy("prompt", "--model", self.model, "--toy-fail", slot, "ab")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        return r.stderr
+
+    def test_create(self):
+        self.assertIn("toy: create refused as --toy-fail create asked", self.failing("create"))
+
+    def test_get_info(self):
+        self.assertIn("get_info failed: toy: get_info refused as --toy-fail get_info asked", self.failing("get_info"))
+
+    def test_detokenize(self):
+        self.assertRegex(self.failing("detokenize"),
+                         r"detokenizing token \d+ failed: toy: detokenize refused as --toy-fail detokenize asked")
+
+
 class ToyCapabilitiesTest(ToyBase):
     """Selection, the decisions and embeddings loops, and command drivers."""
 

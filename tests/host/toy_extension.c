@@ -71,8 +71,15 @@ typedef struct toy_model {
     int64_t step_ms;
     bool upper;
     char style[16];
+    char fail[16]; /* --toy-fail: the slot that refuses, so tests see its reason reach the user */
     uint32_t context;
 } toy_model;
+
+/* The explained refusal of a slot --toy-fail names. */
+static gufo_status refused(const char *slot, gufo_error *err)
+{
+    return gufo_error_set(err, GUFO_E_UNSUPPORTED, "toy: %s refused as --toy-fail %s asked", slot, slot);
+}
 
 static int64_t option_int(const gufo_options *o, const char *name, int64_t fallback)
 {
@@ -101,6 +108,14 @@ static gufo_status create_model(void *userdata, const gufo_model_params *params,
     const char *style = "plain";
     gufo_options_get_string(params->options, "toy-style", &style);
     snprintf(m->style, sizeof m->style, "%s", style);
+    const char *fail = "none";
+    gufo_options_get_string(params->options, "toy-fail", &fail);
+    snprintf(m->fail, sizeof m->fail, "%s", fail);
+    if (strcmp(m->fail, "create") == 0) {
+        gufo_memory_free(m->memory, m->weights);
+        free(m);
+        return refused("create", err);
+    }
     m->context = params->context_length ? params->context_length : 64;
     *out = (gufo_model *)m;
     return GUFO_OK;
@@ -140,9 +155,11 @@ static gufo_status sample_after(const toy_model *m, gufo_token last, gufo_sample
     return gufo_sampler_sample(sampler, logits, TOY_VOCAB, out);
 }
 
-static gufo_status text_info(gufo_model *model, gufo_text_model_info *info)
+static gufo_status text_info(gufo_model *model, gufo_text_model_info *info, gufo_error *err)
 {
     toy_model *m = (toy_model *)model;
+    if (strcmp(m->fail, "get_info") == 0)
+        return refused("get_info", err);
     info->n_vocab = TOY_VOCAB;
     info->context_length = m->context;
     info->max_sessions = 1;
@@ -181,7 +198,7 @@ static gufo_status text_tokenize(gufo_model *model, const char *text, size_t len
 }
 
 static gufo_status text_detokenize(gufo_model *model, gufo_detok_state *state, gufo_token token, bool show_special,
-                                   gufo_text_buffer *out)
+                                   gufo_text_buffer *out, gufo_error *err)
 {
     toy_model *m = (toy_model *)model;
     if (token == GUFO_DETOK_FLUSH)
@@ -190,7 +207,9 @@ static gufo_status text_detokenize(gufo_model *model, gufo_detok_state *state, g
         return show_special ? gufo_text_buffer_append(out, token == TOY_BOS ? "<s>" : "</s>", token == TOY_BOS ? 3 : 4)
                             : GUFO_OK;
     if (token < 0 || token > 255)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "toy: token %d is not a byte", (int)token);
+    if (strcmp(m->fail, "detokenize") == 0)
+        return refused("detokenize", err);
     uint8_t byte = (uint8_t)token;
     if (m->upper && byte >= 'a' && byte <= 'z')
         byte = (uint8_t)toupper(byte);
@@ -397,9 +416,9 @@ static const gufo_text_generation_iface toy_text_iface = {
 
 static const char *const toy_labels[] = {"vowel", "consonant", "other"};
 
-static gufo_status decide_info(gufo_model *model, gufo_decisions_info *info)
+static gufo_status decide_info(gufo_model *model, gufo_decisions_info *info, gufo_error *err)
 {
-    (void)model;
+    (void)model, (void)err;
     info->task = "first letter";
     info->labels = toy_labels;
     info->n_labels = 3;
@@ -437,9 +456,9 @@ static const gufo_decisions_iface toy_decide_iface = {
 
 /* ---- embeddings --------------------------------------------------------- */
 
-static gufo_status embed_info(gufo_model *model, gufo_embeddings_info *info)
+static gufo_status embed_info(gufo_model *model, gufo_embeddings_info *info, gufo_error *err)
 {
-    (void)model;
+    (void)model, (void)err;
     info->dimension = 3;
     info->max_tokens = 64;
     info->max_batch = 2;

@@ -16,6 +16,7 @@
 static const char *const toy_keys[] = {"gguf:gufo-host-toy"};
 static const char *const toy_speculative[] = {"toy-draft"};
 static const char *const toy_styles[] = {"plain", "loud"};
+static const char *const toy_failures[] = {"none", "create", "get_info", "detokenize"};
 
 static const gufo_provider_decl toy_providers[] = {
     {.struct_size = sizeof(gufo_provider_decl), .id = "toy-picky", .capability = GUFO_CAPABILITY_TEXT_GENERATION,
@@ -50,6 +51,9 @@ static const gufo_option_decl toy_options[] = {
      .default_value = "0"},
     {.struct_size = sizeof(gufo_option_decl), .name = "toy-vocab", .type = GUFO_OPTION_PATH,
      .commands = GUFO_COMMAND_PROMPT, .help = "A vocabulary file", .default_value = NULL},
+    {.struct_size = sizeof(gufo_option_decl), .name = "toy-fail", .type = GUFO_OPTION_STRING,
+     .commands = GUFO_COMMAND_PROMPT | GUFO_COMMAND_SERVE, .help = "Interface slot that fails, with its reason",
+     .default_value = "none", .allowed_values = toy_failures, .n_allowed_values = 4},
 };
 
 static const gufo_provider_decl broken_providers[] = {

@@ -29,7 +29,7 @@ int main(int argc, char **argv)
     int rc = 0;
     if ((argv[2][0] && gufo_gguf_writer_set_string(w, "general.architecture", argv[2]) != GUFO_OK) ||
         gufo_gguf_writer_set_string(w, "general.name", "gufo host test fixture") != GUFO_OK ||
-        gufo_gguf_writer_add_tensor(w, "fixture.weight", GUFO_TENSOR_F32, 1, dims, weights) != GUFO_OK) {
+        gufo_gguf_writer_add_tensor(w, "fixture.weight", GUFO_TENSOR_F32, 1, dims, weights, NULL) != GUFO_OK) {
         fprintf(stderr, "write_gguf: building the file failed\n");
         rc = 1;
     } else if (gufo_gguf_writer_write(w, argv[1], &err) != GUFO_OK) {

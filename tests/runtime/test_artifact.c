@@ -33,7 +33,7 @@ static bool write_model(const char *path, const char *architecture)
     float data[64];
     for (int i = 0; i < 64; i++) data[i] = (float)i;
     uint64_t dims[2] = {32, 2};
-    ok = ok && gufo_gguf_writer_add_tensor(w, "token_embd.weight", GUFO_TENSOR_F32, 2, dims, data) == GUFO_OK;
+    ok = ok && gufo_gguf_writer_add_tensor(w, "token_embd.weight", GUFO_TENSOR_F32, 2, dims, data, NULL) == GUFO_OK;
     gufo_error err = {0};
     ok = ok && gufo_gguf_writer_write(w, path, &err) == GUFO_OK;
     if (!ok) fprintf(stderr, "writing %s failed: %s\n", path, err.message);
@@ -100,7 +100,7 @@ static bool write_raw_architecture(const char *path, const char *architecture, u
     value.v.str.data = architecture;
     value.v.str.len = len;
     gufo_error err = {0};
-    bool ok = gufo_gguf_writer_copy_value(w, "general.architecture", NULL, &value) == GUFO_OK &&
+    bool ok = gufo_gguf_writer_copy_value(w, "general.architecture", NULL, &value, NULL) == GUFO_OK &&
               gufo_gguf_writer_write(w, path, &err) == GUFO_OK;
     gufo_gguf_writer_destroy(w);
     return ok;

@@ -441,7 +441,7 @@ static void write_tensor_file(const char *path, uint32_t alignment)
         uint64_t size;
         unsigned char *data = tensor_bytes(&k_tensors[i], &size);
         GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, k_tensors[i].name, k_tensors[i].type, k_tensors[i].n_dims,
-                                                 k_tensors[i].dims, data),
+                                                 k_tensors[i].dims, data, NULL),
                      GUFO_OK);
         free(data);
     }
@@ -594,17 +594,22 @@ static void test_writer_rejects(void)
 
     float data[64] = {0};
     uint64_t dims[] = {32, 2};
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "t", GUFO_TENSOR_F32, 2, dims, data), GUFO_OK);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "t", GUFO_TENSOR_F32, 2, dims, data), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_F32, 0, dims, data), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_F32, 5, dims, data), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", (gufo_tensor_type)99, 2, dims, data), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "t", GUFO_TENSOR_F32, 2, dims, data, NULL), GUFO_OK);
+    /* Refusals name the tensor and the problem (since 0.2.8). */
+    gufo_error why = {0};
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "t", GUFO_TENSOR_F32, 2, dims, data, &why), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_STREQ(why.message, "tensor 't' is already in the writer");
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_F32, 0, dims, data, NULL), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_F32, 5, dims, data, NULL), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", (gufo_tensor_type)99, 2, dims, data, NULL), GUFO_E_INVALID_ARGUMENT);
     uint64_t odd[] = {33};
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_Q8_0, 1, odd, data), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_Q8_0, 1, odd, data, &why), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_STREQ(why.message, "tensor 'u': a row of 33 elements is not a multiple of q8_0's block of 32");
     uint64_t zero[] = {4, 0};
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_F32, 2, zero, data), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "", GUFO_TENSOR_F32, 2, dims, data), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_F32, 2, dims, NULL), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_F32, 2, zero, data, &why), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_STREQ(why.message, "tensor 'u': dimension 1 is 0");
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "", GUFO_TENSOR_F32, 2, dims, data, NULL), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "u", GUFO_TENSOR_F32, 2, dims, NULL, NULL), GUFO_E_INVALID_ARGUMENT);
 
     /* A failed write names the path and leaves no temporary file behind. */
     gufo_error err = {0};
@@ -680,7 +685,7 @@ static void copy_all(const gufo_gguf *src, const char *path)
         const char *key = NULL;
         gufo_gguf_value v;
         GUFO_CHECK_EQ_INT(gufo_gguf_kv_at(src, i, &key, &v), GUFO_OK);
-        gufo_status st = gufo_gguf_writer_copy_value(w, key, src, &v);
+        gufo_status st = gufo_gguf_writer_copy_value(w, key, src, &v, NULL);
         if (st != GUFO_OK) fprintf(stderr, "copying '%s' failed: %s\n", key, gufo_status_str(st));
         GUFO_CHECK_EQ_INT(st, GUFO_OK);
     }
@@ -776,50 +781,55 @@ static void test_copy_value_contract(void)
      * stored one is refused and adds nothing. */
     gufo_gguf_value prefix = strs;
     prefix.count = 2;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "prefix", src, &prefix), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "prefix", src, &prefix, NULL), GUFO_OK);
     gufo_gguf_value beyond = strs;
     beyond.count = strs.count + 1;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "beyond", src, &beyond), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "beyond", src, &strs), GUFO_OK); /* nothing was added */
+    gufo_error why = {0};
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "beyond", src, &beyond, &why), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_CONTAINS(why.message, "key 'beyond': element ");
+    GUFO_CHECK_CONTAINS(why.message, "with a count no larger than it has there");
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "beyond", src, &strs, NULL), GUFO_OK); /* nothing was added */
     gufo_gguf_value as_float = strs;
     as_float.array_type = GUFO_GGUF_FLOAT32; /* elements do not read as that type */
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "as_float", src, &as_float), GUFO_E_FORMAT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "as_float", src, &as_float, &why), GUFO_E_FORMAT);
+    GUFO_CHECK_STREQ(why.message, "key 'as_float': element 0 does not read as float32");
 
     /* A NULL value looks the key up in src. */
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "a.u16", src, NULL), GUFO_OK);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "missing", src, NULL), GUFO_E_NOT_FOUND);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "a.u16", NULL, NULL), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "a.u16", src, NULL, NULL), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "missing", src, NULL, &why), GUFO_E_NOT_FOUND);
+    GUFO_CHECK_STREQ(why.message, "key 'missing' is not in the file to copy from");
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "a.u16", NULL, NULL, NULL), GUFO_E_INVALID_ARGUMENT);
 
     /* Scalars need no source; arrays do. */
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u32", NULL, &u32), GUFO_OK);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "nosrc", NULL, &strs), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u32", NULL, &u32, NULL), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "nosrc", NULL, &strs, NULL), GUFO_E_INVALID_ARGUMENT);
 
     /* Argument checks, duplicate keys, hand-made values that do not fit. */
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(NULL, "x", src, &u32), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, NULL, src, &u32), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "", src, &u32), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u32", src, &u32), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(NULL, "x", src, &u32, NULL), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, NULL, src, &u32, NULL), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "", src, &u32, NULL), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u32", src, &u32, NULL), GUFO_E_INVALID_ARGUMENT);
     gufo_gguf_value made = {.type = GUFO_GGUF_UINT8};
     made.v.u64 = 256;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u8", NULL, &made), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "u8", NULL, &made, NULL), GUFO_E_INVALID_ARGUMENT);
     made.type = GUFO_GGUF_INT16;
     made.v.i64 = -32769;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "i16", NULL, &made), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "i16", NULL, &made, NULL), GUFO_E_INVALID_ARGUMENT);
     made.v.i64 = -32768;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "i16", NULL, &made), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "i16", NULL, &made, NULL), GUFO_OK);
     made.type = (gufo_gguf_type)13;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "unknown", NULL, &made), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "unknown", NULL, &made, NULL), GUFO_E_INVALID_ARGUMENT);
     gufo_gguf_value nested = strs;
     nested.array_type = GUFO_GGUF_ARRAY;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "nested", src, &nested), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "nested", src, &nested, NULL), GUFO_E_INVALID_ARGUMENT);
 
     /* general.alignment: a uint32 power of two only, as gufo_gguf_writer_set_u32 takes it. */
     gufo_gguf_value align = {.type = GUFO_GGUF_UINT64};
     align.v.u64 = 64;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "general.alignment", NULL, &align), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "general.alignment", NULL, &align, NULL), GUFO_E_INVALID_ARGUMENT);
     align.type = GUFO_GGUF_UINT32;
     align.v.u64 = 48;
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "general.alignment", NULL, &align), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_copy_value(w, "general.alignment", NULL, &align, NULL), GUFO_E_INVALID_ARGUMENT);
 
     gufo_error err = {0};
     GUFO_CHECK_EQ_INT(gufo_gguf_writer_write(w, copy, &err), GUFO_OK);

@@ -450,10 +450,10 @@ static unsigned char *valid_file(size_t *size, const char *path)
     unsigned char q8[34 * 2];
     gufo_tensor_quantize(GUFO_TENSOR_Q8_0, data, q8, 64);
     uint64_t d_q8[] = {64}, d_f32[] = {16, 4};
-    gufo_gguf_writer_add_tensor(w, "q8", GUFO_TENSOR_Q8_0, 1, d_q8, q8);
+    gufo_gguf_writer_add_tensor(w, "q8", GUFO_TENSOR_Q8_0, 1, d_q8, q8, NULL);
     /* Last tensor is a whole number of alignment units, so there is no
      * trailing padding and every shorter prefix really is truncated. */
-    gufo_gguf_writer_add_tensor(w, "f32", GUFO_TENSOR_F32, 2, d_f32, data);
+    gufo_gguf_writer_add_tensor(w, "f32", GUFO_TENSOR_F32, 2, d_f32, data, NULL);
     gufo_error err = {0};
     GUFO_CHECK_EQ_INT(gufo_gguf_writer_write(w, path, &err), GUFO_OK);
     gufo_gguf_writer_destroy(w);

@@ -35,7 +35,7 @@ static gufo_status set_bytes(gufo_gguf_writer *w, const char *key, const char *d
     value.type = GUFO_GGUF_STRING;
     value.v.str.data = data;
     value.v.str.len = len;
-    return gufo_gguf_writer_copy_value(w, key, NULL, &value);
+    return gufo_gguf_writer_copy_value(w, key, NULL, &value, NULL);
 }
 
 static bool write_file(void)

@@ -57,9 +57,9 @@ static void fake_destroy(gufo_model *model)
 
 /* Interfaces with every slot the registry requires (nothing here calls them:
  * fake_create never makes a model). */
-static gufo_status fake_text_info(gufo_model *model, gufo_text_model_info *info)
+static gufo_status fake_text_info(gufo_model *model, gufo_text_model_info *info, gufo_error *err)
 {
-    (void)model, (void)info;
+    (void)model, (void)info, (void)err;
     return GUFO_E_UNSUPPORTED;
 }
 
@@ -71,9 +71,9 @@ static gufo_status fake_tokenize(gufo_model *model, const char *text, size_t len
 }
 
 static gufo_status fake_detokenize(gufo_model *model, gufo_detok_state *state, gufo_token token, bool show_special,
-                                   gufo_text_buffer *out)
+                                   gufo_text_buffer *out, gufo_error *err)
 {
-    (void)model, (void)state, (void)token, (void)show_special, (void)out;
+    (void)model, (void)state, (void)token, (void)show_special, (void)out, (void)err;
     return GUFO_E_UNSUPPORTED;
 }
 
@@ -138,9 +138,9 @@ static const gufo_text_generation_iface k_text_iface_short = {
     .struct_size = offsetof(gufo_text_generation_iface, render_chat), FAKE_TEXT_SLOTS_BUT_DECODE,
     .decode = fake_decode};
 
-static gufo_status fake_embed_info(gufo_model *model, gufo_embeddings_info *info)
+static gufo_status fake_embed_info(gufo_model *model, gufo_embeddings_info *info, gufo_error *err)
 {
-    (void)model, (void)info;
+    (void)model, (void)info, (void)err;
     return GUFO_E_UNSUPPORTED;
 }
 

@@ -23,7 +23,7 @@ static void write_model(void)
     float data[64 * 32];
     for (int i = 0; i < 64 * 32; i++) data[i] = (float)i * 0.5f;
     uint64_t dims[2] = {64, 32};
-    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "blk.0.attn_q.weight", GUFO_TENSOR_F32, 2, dims, data), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_writer_add_tensor(w, "blk.0.attn_q.weight", GUFO_TENSOR_F32, 2, dims, data, NULL), GUFO_OK);
     gufo_error err = {0};
     GUFO_CHECK_EQ_INT(gufo_gguf_writer_write(w, g_path, &err), GUFO_OK);
     gufo_gguf_writer_destroy(w);

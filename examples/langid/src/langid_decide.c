@@ -156,10 +156,12 @@ static gufo_status langid_decide_create(void *userdata, const gufo_model_params 
     return GUFO_OK;
 }
 
-static gufo_status langid_decide_get_info(gufo_model *model, gufo_decisions_info *info)
+static gufo_status langid_decide_get_info(gufo_model *model, gufo_decisions_info *info, gufo_error *err)
 {
     const langid_decide_model *m = (const langid_decide_model *)model;
-    if (!m || !info || info->struct_size < sizeof *info) return GUFO_E_INVALID_ARGUMENT;
+    if (!m || !info || info->struct_size < sizeof *info)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "langid get_info needs a model and an info struct of at least %zu bytes", sizeof *info);
     info->task = "language";
     info->labels = m->labels;
     info->n_labels = (size_t)m->n_labels + 1;

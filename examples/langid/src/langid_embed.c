@@ -81,10 +81,12 @@ static gufo_status langid_embed_create(void *userdata, const gufo_model_params *
     return GUFO_OK;
 }
 
-static gufo_status langid_embed_get_info(gufo_model *model, gufo_embeddings_info *info)
+static gufo_status langid_embed_get_info(gufo_model *model, gufo_embeddings_info *info, gufo_error *err)
 {
     const langid_embed_model *m = (const langid_embed_model *)model;
-    if (!m || !info || info->struct_size < sizeof *info) return GUFO_E_INVALID_ARGUMENT;
+    if (!m || !info || info->struct_size < sizeof *info)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "langid get_info needs a model and an info struct of at least %zu bytes", sizeof *info);
     info->dimension = m->backbone.config.dim;
     info->dimensions = m->dimensions;
     info->n_dimensions = m->n_dimensions;

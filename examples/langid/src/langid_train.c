@@ -424,11 +424,13 @@ static gufo_status langid_write_model(const langid_train_args *a, const langid_l
     }
     for (uint32_t r = 0; st == GUFO_OK && r < a->buckets; r++)
         st = gufo_tensor_quantize(a->embd_type, embd + (size_t)r * a->dim, (char *)embd_bytes + r * row_bytes, a->dim);
-    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(wr, LANGID_TENSOR_EMBD, a->embd_type, 2, embd_dims, embd_bytes);
-    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(wr, LANGID_TENSOR_CLS_WEIGHT, GUFO_TENSOR_F32, 2, w_dims, w);
-    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(wr, LANGID_TENSOR_CLS_BIAS, GUFO_TENSOR_F32, 1, b_dims, b);
-    if (st != GUFO_OK) gufo_error_set(err, st, "building the GGUF in memory failed: %s", gufo_status_str(st));
-    else st = gufo_gguf_writer_write(wr, a->out_path, err);
+    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(wr, LANGID_TENSOR_EMBD, a->embd_type, 2, embd_dims, embd_bytes, err);
+    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(wr, LANGID_TENSOR_CLS_WEIGHT, GUFO_TENSOR_F32, 2, w_dims, w, err);
+    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(wr, LANGID_TENSOR_CLS_BIAS, GUFO_TENSOR_F32, 1, b_dims, b, err);
+    if (st != GUFO_OK && (!err || err->status == GUFO_OK)) /* add_tensor explained its own refusal */
+        gufo_error_set(err, st, "building the GGUF in memory failed: %s", gufo_status_str(st));
+    else if (st == GUFO_OK)
+        st = gufo_gguf_writer_write(wr, a->out_path, err);
     free(embd_bytes);
     gufo_gguf_writer_destroy(wr);
     return st;

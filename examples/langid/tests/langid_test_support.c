@@ -113,7 +113,7 @@ static gufo_status langid_copy_embd(gufo_gguf_writer *w, const gufo_gguf *g, con
         if (st == GUFO_OK) st = gufo_tensor_quantize(type, row, out + r * dst_row, cols);
     }
     const uint64_t dims[2] = { cols, rows };
-    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(w, t->name, type, 2, dims, out);
+    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(w, t->name, type, 2, dims, out, NULL);
     (void)g;
     free(row);
     free(out);
@@ -149,7 +149,7 @@ gufo_status langid_test_rewrite(const char *src, const char *dst, const langid_r
         if (strcmp(t.name, "token_embd.weight") == 0 && (how->embd_type >= 0 || how->embd_rows))
             st = langid_copy_embd(w, g, &t, data, how);
         else
-            st = gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, t.dims, data);
+            st = gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, t.dims, data, NULL);
     }
     if (st == GUFO_OK) st = gufo_gguf_writer_write(w, dst, err);
     else gufo_error_set(err, st, "rewriting %s failed: %s", src, gufo_status_str(st));
@@ -169,7 +169,7 @@ gufo_status langid_test_write_foreign(const char *path, const char *architecture
     if (st == GUFO_OK) st = gufo_gguf_writer_set_string(w, "general.architecture", architecture);
     if (st == GUFO_OK) st = gufo_gguf_writer_set_string(w, "general.name", "not a language identifier");
     if (st == GUFO_OK) st = gufo_gguf_writer_set_u32(w, key, 8);
-    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(w, "token_embd.weight", GUFO_TENSOR_F32, 2, dims, weights);
+    if (st == GUFO_OK) st = gufo_gguf_writer_add_tensor(w, "token_embd.weight", GUFO_TENSOR_F32, 2, dims, weights, NULL);
     if (st == GUFO_OK) st = gufo_gguf_writer_write(w, path, err);
     else gufo_error_set(err, st, "building %s failed", path);
     gufo_gguf_writer_destroy(w);

@@ -222,7 +222,7 @@ static void test_heldout_accuracy(void)
     loaded l;
     GUFO_CHECK_STATUS(load_model(decide_provider, model_path, 0, NULL, NULL, &l, &err), GUFO_OK, &err);
     gufo_decisions_info info = { .struct_size = sizeof info };
-    if (l.model && decide_iface()->get_info(l.model, &info) == GUFO_OK) {
+    if (l.model && decide_iface()->get_info(l.model, &info, NULL) == GUFO_OK) {
         /* The labels are the training languages in labels.txt order, then "unknown". */
         GUFO_CHECK(info.n_labels == corpus.n_labels + 1);
         for (size_t i = 0; i < corpus.n_labels && i < info.n_labels; i++) GUFO_CHECK_CONTAINS(info.labels[i], corpus.labels[i]);
@@ -267,7 +267,7 @@ static void test_decisions_per_item(void)
     GUFO_CHECK_STATUS(load_model(decide_provider, model_path, 0, NULL, NULL, &l, &err), GUFO_OK, &err);
     if (!l.model) return;
     gufo_decisions_info info = { .struct_size = sizeof info };
-    GUFO_CHECK_STATUS(decide_iface()->get_info(l.model, &info), GUFO_OK, &err);
+    GUFO_CHECK_STATUS(decide_iface()->get_info(l.model, &info, NULL), GUFO_OK, &err);
 
     /* The quickstart's sentence. */
     float scores[16] = { 0 };
@@ -328,7 +328,7 @@ static void test_min_confidence_option(void)
         GUFO_CHECK_STATUS(load_model(decide_provider, model_path, 0, options, NULL, &l, &err), GUFO_OK, &err);
         if (l.model) {
             gufo_decisions_info info = { .struct_size = sizeof info };
-            GUFO_CHECK_STATUS(decide_iface()->get_info(l.model, &info), GUFO_OK, &err);
+            GUFO_CHECK_STATUS(decide_iface()->get_info(l.model, &info, NULL), GUFO_OK, &err);
             uint32_t label = decide_one(l.model, text, scores, NULL);
             /* Below the bar: "unknown"; the scores still show the model's view. */
             GUFO_CHECK(strcmp(info.labels[label], i == 0 ? "italian" : "unknown") == 0);
@@ -410,7 +410,7 @@ static void test_embeddings(void)
     GUFO_CHECK_STATUS(load_model(embed_provider, model_path, 0, NULL, NULL, &l, &err), GUFO_OK, &err);
     if (!l.model) return;
     gufo_embeddings_info info = { .struct_size = sizeof info };
-    GUFO_CHECK_STATUS(embed_iface()->get_info(l.model, &info), GUFO_OK, &err);
+    GUFO_CHECK_STATUS(embed_iface()->get_info(l.model, &info, NULL), GUFO_OK, &err);
     GUFO_CHECK(info.dimension == 128 && info.normalized);
     GUFO_CHECK(info.n_dimensions == 3 && info.dimensions && info.dimensions[0] == 32 && info.dimensions[1] == 64 &&
           info.dimensions[2] == 128);

@@ -19,12 +19,12 @@ gufo_status qwen_text_tokenize(gufo_model *handle, const char *text, size_t len,
 }
 
 gufo_status qwen_text_detokenize(gufo_model *handle, gufo_detok_state *state, gufo_token token, bool show_special,
-                                 gufo_text_buffer *out)
+                                 gufo_text_buffer *out, gufo_error *err)
 {
     const qwen_text_model *model = text_model(handle);
     if (!model)
-        return GUFO_E_INVALID_ARGUMENT;
-    return qwen_tokenizer_detokenize(model->tokenizer, state, token, show_special, out);
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen detokenize: NULL model");
+    return qwen_tokenizer_detokenize(model->tokenizer, state, token, show_special, out, err);
 }
 
 uint32_t qwen_text_token_attr(gufo_model *handle, gufo_token token)
@@ -54,14 +54,14 @@ gufo_status qwen_text_tool_parser_create(gufo_model *handle, const gufo_chat *ch
 }
 
 gufo_status qwen_text_tool_parser_feed(gufo_tool_parser *parser, const char *text, size_t len,
-                                       const gufo_output_sink *sink)
+                                       const gufo_output_sink *sink, gufo_error *err)
 {
-    return qwen_tool_parser_feed((qwen_tool_parser *)(void *)parser, text, len, sink);
+    return qwen_tool_parser_feed((qwen_tool_parser *)(void *)parser, text, len, sink, err);
 }
 
-gufo_status qwen_text_tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink)
+gufo_status qwen_text_tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink, gufo_error *err)
 {
-    return qwen_tool_parser_finish((qwen_tool_parser *)(void *)parser, sink);
+    return qwen_tool_parser_finish((qwen_tool_parser *)(void *)parser, sink, err);
 }
 
 void qwen_text_tool_parser_destroy(gufo_tool_parser *parser)

@@ -23,14 +23,14 @@ typedef struct qwen_text_model {
 gufo_status qwen_text_tokenize(gufo_model *model, const char *text, size_t len, uint32_t flags, gufo_token *out,
                                size_t cap, size_t *n_out, gufo_error *err);
 gufo_status qwen_text_detokenize(gufo_model *model, gufo_detok_state *state, gufo_token token, bool show_special,
-                                 gufo_text_buffer *out);
+                                 gufo_text_buffer *out, gufo_error *err);
 uint32_t qwen_text_token_attr(gufo_model *model, gufo_token token);
 gufo_status qwen_text_render_chat(gufo_model *model, const gufo_chat *chat, gufo_text_buffer *out, gufo_error *err);
 gufo_status qwen_text_tool_parser_create(gufo_model *model, const gufo_chat *chat, gufo_tool_parser **out,
                                          gufo_error *err);
 gufo_status qwen_text_tool_parser_feed(gufo_tool_parser *parser, const char *text, size_t len,
-                                       const gufo_output_sink *sink);
-gufo_status qwen_text_tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink);
+                                       const gufo_output_sink *sink, gufo_error *err);
+gufo_status qwen_text_tool_parser_finish(gufo_tool_parser *parser, const gufo_output_sink *sink, gufo_error *err);
 void qwen_text_tool_parser_destroy(gufo_tool_parser *parser);
 
 #endif /* QWEN_TEXT_IFACE_H */

@@ -481,19 +481,28 @@ gufo_status qwen_tokenizer_encode(const qwen_tokenizer *t, const char *text, siz
 
 /* ---- Detokenizing ---------------------------------------------------------- */
 
+/* gufo_detok_append/flush fail only when the text buffer cannot grow. */
+static gufo_status detok_result(gufo_status st, gufo_error *err)
+{
+    if (st == GUFO_OK)
+        return st;
+    return gufo_error_set(err, st, "qwen detokenize: cannot append the token's text (%s)", gufo_status_str(st));
+}
+
 gufo_status qwen_tokenizer_detokenize(const qwen_tokenizer *t, gufo_detok_state *state, gufo_token token,
-                                      bool show_special, gufo_text_buffer *out)
+                                      bool show_special, gufo_text_buffer *out, gufo_error *err)
 {
     if (!t || !state || !out)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen detokenize needs a model, a state and a buffer");
     if (token == GUFO_DETOK_FLUSH)
-        return gufo_detok_flush(state, out);
+        return detok_result(gufo_detok_flush(state, out), err);
     if (token < 0 || token >= t->n_vocab)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen detokenize: token %ld is outside the vocabulary "
+                              "of %ld tokens", (long)token, (long)t->n_vocab);
     uint8_t type = t->type[token];
     if ((type == TOKEN_CONTROL || type == TOKEN_UNUSED) && !show_special)
         return GUFO_OK;
     size_t len;
     const char *bytes = qwen_token_table_text(&t->bytes, (size_t)token, &len);
-    return gufo_detok_append(state, bytes, len, out);
+    return detok_result(gufo_detok_append(state, bytes, len, out), err);
 }

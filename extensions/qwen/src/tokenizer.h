@@ -63,7 +63,7 @@ gufo_status qwen_tokenizer_encode(const qwen_tokenizer *t, const char *text, siz
  * of range.
  */
 gufo_status qwen_tokenizer_detokenize(const qwen_tokenizer *t, gufo_detok_state *state, gufo_token token,
-                                      bool show_special, gufo_text_buffer *out);
+                                      bool show_special, gufo_text_buffer *out, gufo_error *err);
 
 /** gufo_token_attr bits: CONTROL for control/unused tokens, END_OF_GENERATION for eos, <|im_end|>, <|endoftext|>. */
 uint32_t qwen_tokenizer_attr(const qwen_tokenizer *t, gufo_token token);

@@ -381,24 +381,26 @@ gufo_status qwen_tool_parser_create(const gufo_chat *chat, qwen_tool_parser **ou
     return qwen_tool_parser_create_at(qwen_chat_output_start(chat), out, err);
 }
 
-gufo_status qwen_tool_parser_feed(qwen_tool_parser *p, const char *text, size_t len, const gufo_output_sink *sink)
+gufo_status qwen_tool_parser_feed(qwen_tool_parser *p, const char *text, size_t len, const gufo_output_sink *sink,
+                                  gufo_error *err)
 {
     if (!p || (!text && len))
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen tool_parser_feed needs a parser and its text");
     if (p->finished)
-        return GUFO_E_STATE;
+        return gufo_error_set(err, GUFO_E_STATE, "qwen tool_parser_feed: the parser was finished already");
     if (!buf_append(&p->pending, text ? text : "", len))
-        return GUFO_E_NO_MEMORY;
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen tool_parser_feed: out of memory holding %zu bytes back",
+                              p->pending.len + len);
     run(p, sink, false);
     return GUFO_OK;
 }
 
-gufo_status qwen_tool_parser_finish(qwen_tool_parser *p, const gufo_output_sink *sink)
+gufo_status qwen_tool_parser_finish(qwen_tool_parser *p, const gufo_output_sink *sink, gufo_error *err)
 {
     if (!p)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen tool_parser_finish needs a parser");
     if (p->finished)
-        return GUFO_E_STATE;
+        return gufo_error_set(err, GUFO_E_STATE, "qwen tool_parser_finish: the parser was finished already");
     run(p, sink, true);
     p->finished = true;
     return GUFO_OK;

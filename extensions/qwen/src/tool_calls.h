@@ -57,10 +57,11 @@ gufo_status qwen_tool_parser_create_at(qwen_output_start start, qwen_tool_parser
  * NULL: events are dropped). GUFO_E_STATE after finish; GUFO_E_NO_MEMORY
  * leaves the parser as it was before the call.
  */
-gufo_status qwen_tool_parser_feed(qwen_tool_parser *p, const char *text, size_t len, const gufo_output_sink *sink);
+gufo_status qwen_tool_parser_feed(qwen_tool_parser *p, const char *text, size_t len, const gufo_output_sink *sink,
+                                  gufo_error *err);
 
 /** Ends the output: sends what was held back; an open call is malformed. Later feeds give GUFO_E_STATE. */
-gufo_status qwen_tool_parser_finish(qwen_tool_parser *p, const gufo_output_sink *sink);
+gufo_status qwen_tool_parser_finish(qwen_tool_parser *p, const gufo_output_sink *sink, gufo_error *err);
 
 /** Frees the parser; NULL is a no-op. */
 void qwen_tool_parser_destroy(qwen_tool_parser *p);

@@ -52,17 +52,17 @@ static inline gufo_status copy_tensor(gufo_gguf_writer *w, const gufo_gguf *src,
     if (e->retype_tensor && strcmp(t->name, e->retype_tensor) == 0) {
         uint64_t bytes = gufo_tensor_row_size(e->retype, dims[0]) * (t->n_elements / dims[0]);
         void *zeros = calloc(1, bytes ? bytes : 1);
-        st = gufo_gguf_writer_add_tensor(w, t->name, e->retype, t->n_dims, dims, zeros);
+        st = gufo_gguf_writer_add_tensor(w, t->name, e->retype, t->n_dims, dims, zeros, NULL);
         free(zeros);
         return st;
     }
     if (e->transpose_tensor && strcmp(t->name, e->transpose_tensor) == 0) {
         dims[0] = t->dims[1];
         dims[1] = t->dims[0];
-        return gufo_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, dims, data);
+        return gufo_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, dims, data, NULL);
     }
     if (t->n_dims != 2 || e->mode == MATRIX_KEEP)
-        return gufo_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, dims, data);
+        return gufo_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, dims, data, NULL);
 
     gufo_tensor_type type = e->type;
     if (e->q4_k_m && (ends_with(t->name, "attn_v.weight") || ends_with(t->name, "ffn_down.weight") ||
@@ -81,8 +81,8 @@ static inline gufo_status copy_tensor(gufo_gguf_writer *w, const gufo_gguf *src,
             st = gufo_tensor_dequantize(type, packed + r * qrow, round + r * cols, cols);
     }
     if (st == GUFO_OK)
-        st = e->mode == MATRIX_QUANTIZE ? gufo_gguf_writer_add_tensor(w, t->name, type, 2, dims, packed)
-                                        : gufo_gguf_writer_add_tensor(w, t->name, GUFO_TENSOR_F32, 2, dims, round);
+        st = e->mode == MATRIX_QUANTIZE ? gufo_gguf_writer_add_tensor(w, t->name, type, 2, dims, packed, NULL)
+                                        : gufo_gguf_writer_add_tensor(w, t->name, GUFO_TENSOR_F32, 2, dims, round, NULL);
     free(values);
     free(packed);
     free(round);
@@ -110,7 +110,7 @@ static inline bool golden_rewrite(const char *golden_dir, const char *name, cons
             continue;
         if (e->drop_last_token && strcmp(key, "tokenizer.ggml.tokens") == 0)
             v.count--;
-        st = gufo_gguf_writer_copy_value(w, key, src, &v);
+        st = gufo_gguf_writer_copy_value(w, key, src, &v, NULL);
     }
     for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_tensor_count(src); i++) {
         gufo_gguf_tensor_info t;

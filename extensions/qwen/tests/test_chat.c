@@ -369,11 +369,13 @@ static void parse_into(qwen_output_start start, const char *output, int step, re
         size_t n = step == 0 ? len : step > 0 ? (size_t)step : pattern[turn++ % 8];
         if (n > len - at)
             n = len - at;
-        GUFO_CHECK(qwen_tool_parser_feed(p, output + at, n, &sink) == GUFO_OK);
+        GUFO_CHECK(qwen_tool_parser_feed(p, output + at, n, &sink, NULL) == GUFO_OK);
         at += n;
     }
-    GUFO_CHECK(qwen_tool_parser_finish(p, &sink) == GUFO_OK);
-    GUFO_CHECK(qwen_tool_parser_feed(p, "x", 1, &sink) == GUFO_E_STATE);
+    GUFO_CHECK(qwen_tool_parser_finish(p, &sink, NULL) == GUFO_OK);
+    gufo_error why = {0};
+    GUFO_CHECK(qwen_tool_parser_feed(p, "x", 1, &sink, &why) == GUFO_E_STATE);
+    GUFO_CHECK_STREQ(why.message, "qwen tool_parser_feed: the parser was finished already");
     rec_close(r);
     qwen_tool_parser_destroy(p);
 }
@@ -435,15 +437,15 @@ static void test_parser(void)
         gufo_output_sink sink = {sizeof sink, on_content, on_reasoning, on_call, on_malformed, &r};
         qwen_tool_parser *p = NULL;
         GUFO_CHECK(qwen_tool_parser_create_at(off, &p, NULL) == GUFO_OK);
-        GUFO_CHECK(qwen_tool_parser_feed(p, "Sure <tool_ca", 13, &sink) == GUFO_OK);
+        GUFO_CHECK(qwen_tool_parser_feed(p, "Sure <tool_ca", 13, &sink, NULL) == GUFO_OK);
         GUFO_CHECK_STREQ(r.log, "C[Sure ");
-        GUFO_CHECK(qwen_tool_parser_feed(p, "ll>\n{\"name\": \"f\", \"argu", 23, &sink) == GUFO_OK);
+        GUFO_CHECK(qwen_tool_parser_feed(p, "ll>\n{\"name\": \"f\", \"argu", 23, &sink, NULL) == GUFO_OK);
         GUFO_CHECK_STREQ(r.log, "C[Sure ");
-        GUFO_CHECK(qwen_tool_parser_feed(p, "ments\": {}}\n</tool_call>", 24, &sink) == GUFO_OK);
+        GUFO_CHECK(qwen_tool_parser_feed(p, "ments\": {}}\n</tool_call>", 24, &sink, NULL) == GUFO_OK);
         GUFO_CHECK_STREQ(r.log, "C[Sure ]T[f|{}]");
-        GUFO_CHECK(qwen_tool_parser_feed(p, "Line\n", 5, &sink) == GUFO_OK);
+        GUFO_CHECK(qwen_tool_parser_feed(p, "Line\n", 5, &sink, NULL) == GUFO_OK);
         GUFO_CHECK_STREQ(r.log, "C[Sure ]T[f|{}]C[Line"); /* the newline waits: a call may follow */
-        GUFO_CHECK(qwen_tool_parser_finish(p, &sink) == GUFO_OK);
+        GUFO_CHECK(qwen_tool_parser_finish(p, &sink, NULL) == GUFO_OK);
         GUFO_CHECK_STREQ(r.log, "C[Sure ]T[f|{}]C[Line\n");
         qwen_tool_parser_destroy(p);
     }
@@ -476,9 +478,9 @@ static void test_parser(void)
     expect_events(off, "\n\n", "");
     qwen_tool_parser *p = NULL;
     GUFO_CHECK(qwen_tool_parser_create(NULL, &p, NULL) == GUFO_OK);
-    GUFO_CHECK(qwen_tool_parser_feed(p, NULL, 1, NULL) == GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK(qwen_tool_parser_feed(p, "<think>x</think>y<tool_call>{\"name\":\"f\"}</tool_call>", 52, NULL) == GUFO_OK);
-    GUFO_CHECK(qwen_tool_parser_finish(p, NULL) == GUFO_OK);
+    GUFO_CHECK(qwen_tool_parser_feed(p, NULL, 1, NULL, NULL) == GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK(qwen_tool_parser_feed(p, "<think>x</think>y<tool_call>{\"name\":\"f\"}</tool_call>", 52, NULL, NULL) == GUFO_OK);
+    GUFO_CHECK(qwen_tool_parser_finish(p, NULL, NULL) == GUFO_OK);
     qwen_tool_parser_destroy(p);
     qwen_tool_parser_destroy(NULL);
     GUFO_CHECK(qwen_tool_parser_create(NULL, NULL, NULL) == GUFO_E_INVALID_ARGUMENT);
@@ -533,13 +535,13 @@ static void test_parser_limit(void)
     gufo_output_sink sink = {sizeof sink, NULL, NULL, on_call, on_malformed, &r};
     qwen_tool_parser *p = NULL;
     GUFO_CHECK(qwen_tool_parser_create_at(QWEN_OUTPUT_CONTENT, &p, NULL) == GUFO_OK);
-    GUFO_CHECK(qwen_tool_parser_feed(p, "<tool_call>", 11, &sink) == GUFO_OK);
+    GUFO_CHECK(qwen_tool_parser_feed(p, "<tool_call>", 11, &sink, NULL) == GUFO_OK);
     static char chunk[65536];
     memset(chunk, 'x', sizeof chunk);
     for (size_t fed = 0; fed <= QWEN_TOOL_CALL_MAX; fed += sizeof chunk)
-        GUFO_CHECK(qwen_tool_parser_feed(p, chunk, sizeof chunk, &sink) == GUFO_OK);
+        GUFO_CHECK(qwen_tool_parser_feed(p, chunk, sizeof chunk, &sink, NULL) == GUFO_OK);
     GUFO_CHECK_CONTAINS(r.log, "M[tool call is longer than");
-    GUFO_CHECK(qwen_tool_parser_finish(p, &sink) == GUFO_OK);
+    GUFO_CHECK(qwen_tool_parser_finish(p, &sink, NULL) == GUFO_OK);
     qwen_tool_parser_destroy(p);
 
     /* A body of exactly the limit is still a call, in any split; one byte more is not. */
@@ -558,8 +560,8 @@ static void test_parser_limit(void)
             GUFO_CHECK(qwen_tool_parser_create_at(QWEN_OUTPUT_CONTENT, &p, NULL) == GUFO_OK);
             size_t n = step ? 4096 : strlen(output);
             for (size_t at = 0; at < strlen(output); at += n)
-                qwen_tool_parser_feed(p, output + at, strlen(output) - at < n ? strlen(output) - at : n, &sink);
-            qwen_tool_parser_finish(p, &sink);
+                qwen_tool_parser_feed(p, output + at, strlen(output) - at < n ? strlen(output) - at : n, &sink, NULL);
+            qwen_tool_parser_finish(p, &sink, NULL);
             qwen_tool_parser_destroy(p);
             if (extra == 0)
                 GUFO_CHECK_STREQ(r.log, "T[f|{}]");
@@ -623,8 +625,8 @@ static void expect_round_trip(bool thinking, const char *output)
     gufo_output_sink sink = {sizeof sink, col_content, col_reasoning, col_call, NULL, &c};
     qwen_tool_parser *p = NULL;
     GUFO_CHECK(qwen_tool_parser_create(&chat, &p, &err) == GUFO_OK);
-    GUFO_CHECK(qwen_tool_parser_feed(p, output, strlen(output), &sink) == GUFO_OK);
-    GUFO_CHECK(qwen_tool_parser_finish(p, &sink) == GUFO_OK);
+    GUFO_CHECK(qwen_tool_parser_feed(p, output, strlen(output), &sink, NULL) == GUFO_OK);
+    GUFO_CHECK(qwen_tool_parser_finish(p, &sink, NULL) == GUFO_OK);
     qwen_tool_parser_destroy(p);
 
     gufo_tool_call calls[4];

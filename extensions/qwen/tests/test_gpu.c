@@ -125,7 +125,7 @@ static bool load_with(const gufo_provider *p, const char *path, uint64_t device_
     if (!out->model)
         return false;
     gufo_text_model_info info = {.struct_size = sizeof info};
-    EXPECT_OK(out->tg->get_info(out->model, &info));
+    EXPECT_OK(out->tg->get_info(out->model, &info, NULL));
     out->n_vocab = info.n_vocab;
     return true;
 }
@@ -430,7 +430,7 @@ static void test_budget(const char *path)
         return;
     const uint64_t base = gufo_memory_used(probe.memory, GUFO_MEMORY_DEVICE);
     gufo_text_model_info info = {.struct_size = sizeof info};
-    EXPECT_OK(probe.tg->get_info(probe.model, &info));
+    EXPECT_OK(probe.tg->get_info(probe.model, &info, NULL));
     const int32_t V = probe.n_vocab;
     gufo_token prompt[GEN_PROMPT], want[16], got[16];
     fixed_tokens(prompt, GEN_PROMPT, V, 7u);

@@ -217,7 +217,7 @@ static void test_golden(const char *name, uint32_t n_threads)
         return;
     }
     gufo_text_model_info info = {.struct_size = sizeof info};
-    EXPECT_OK(tg->get_info(model, &info));
+    EXPECT_OK(tg->get_info(model, &info, NULL));
     GUFO_CHECK_EQ_INT(info.n_vocab, ref.n_vocab);
     GUFO_CHECK_EQ_INT(info.eos_token, cJSON_GetObjectItem(ref.json, "eos_token_id")->valueint);
     const int32_t V = ref.n_vocab;
@@ -460,7 +460,7 @@ static void test_sessions(void)
         return;
     }
     gufo_text_model_info info = {.struct_size = sizeof info};
-    EXPECT_OK(tg->get_info(model, &info));
+    EXPECT_OK(tg->get_info(model, &info, NULL));
     const int32_t V = info.n_vocab;
     GUFO_CHECK(info.max_batch >= 3);
     GUFO_CHECK(info.cache_caps == (GUFO_CACHE_TRUNCATE | GUFO_CACHE_SNAPSHOT));
@@ -591,7 +591,7 @@ static void test_sessions(void)
     /* The model's identity: stable, and naming the architecture. */
     gufo_text_buffer *id = NULL;
     EXPECT_OK(gufo_text_buffer_create(0, &id));
-    EXPECT_OK(tg->cache_identity(model, id));
+    EXPECT_OK(tg->cache_identity(model, id, NULL));
     GUFO_CHECK_CONTAINS(gufo_text_buffer_data(id, NULL), "qwen3;");
     gufo_text_buffer_destroy(id);
 
@@ -656,7 +656,7 @@ static void test_limits(void)
     gufo_artifact_close(artifact);
     if (model) {
         gufo_text_model_info info = {.struct_size = sizeof info};
-        EXPECT_OK(tg->get_info(model, &info));
+        EXPECT_OK(tg->get_info(model, &info, NULL));
         GUFO_CHECK_EQ_INT(info.context_length, 16);
         gufo_text_session *s = new_session(model);
         gufo_token ids[17] = {0};
@@ -757,7 +757,7 @@ static gufo_status add_random(gufo_gguf_writer *w, const char *name, gufo_tensor
     }
     const uint64_t dims[2] = {cols, rows};
     if (st == GUFO_OK)
-        st = gufo_gguf_writer_add_tensor(w, name, type, rows ? 2 : 1, dims, packed);
+        st = gufo_gguf_writer_add_tensor(w, name, type, rows ? 2 : 1, dims, packed, NULL);
     free(values);
     free(packed);
     return st;
@@ -833,7 +833,7 @@ static int write_bench_model(const char *out, const char *type_name)
             free(pads);
             continue;
         }
-        st = gufo_gguf_writer_copy_value(w, key, src, &v);
+        st = gufo_gguf_writer_copy_value(w, key, src, &v, NULL);
     }
     const gufo_tensor_type big = mix ? GUFO_TENSOR_Q6_K : type;
     if (st == GUFO_OK)

@@ -48,7 +48,7 @@ static bool write_variant(const replacement *r)
         gufo_gguf_value s = {.type = GUFO_GGUF_STRING}; /* a key the file lacks: added */
         s.v.str.data = r->bytes;
         s.v.str.len = r->len;
-        st = gufo_gguf_writer_copy_value(w, r->key, NULL, &s);
+        st = gufo_gguf_writer_copy_value(w, r->key, NULL, &s, NULL);
     }
     for (uint64_t i = 0; st == GUFO_OK && i < gufo_gguf_kv_count(src); i++) {
         const char *key;
@@ -57,12 +57,12 @@ static bool write_variant(const replacement *r)
         if (st != GUFO_OK || strcmp(key, "general.alignment") == 0)
             continue;
         if (strcmp(key, r->key) != 0) {
-            st = gufo_gguf_writer_copy_value(w, key, src, &v);
+            st = gufo_gguf_writer_copy_value(w, key, src, &v, NULL);
         } else if (r->kind == STRING_BYTES) {
             gufo_gguf_value s = {.type = GUFO_GGUF_STRING};
             s.v.str.data = r->bytes;
             s.v.str.len = r->len;
-            st = gufo_gguf_writer_copy_value(w, key, NULL, &s);
+            st = gufo_gguf_writer_copy_value(w, key, NULL, &s, NULL);
         } else if (r->kind == UINT32_VALUE) {
             st = gufo_gguf_writer_set_u32(w, key, 3);
         } else {
@@ -78,7 +78,7 @@ static bool write_variant(const replacement *r)
         if (st == GUFO_OK)
             st = gufo_gguf_tensor_data(src, &t, &data, &err);
         if (st == GUFO_OK)
-            st = gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, t.dims, data);
+            st = gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, t.dims, data, NULL);
     }
     if (st == GUFO_OK)
         st = gufo_gguf_writer_write(w, scratch_path, &err);

@@ -89,7 +89,7 @@ static char *detokenize(const qwen_tokenizer *t, const gufo_token *ids, size_t n
     bool whole = true;
     size_t before = 0;
     for (size_t i = 0; i <= n; i++) {
-        gufo_status st = qwen_tokenizer_detokenize(t, &state, i < n ? ids[i] : GUFO_DETOK_FLUSH, show_special, buf);
+        gufo_status st = qwen_tokenizer_detokenize(t, &state, i < n ? ids[i] : GUFO_DETOK_FLUSH, show_special, buf, NULL);
         GUFO_CHECK_EQ_INT(st, GUFO_OK);
         /* What each token added is whole characters on its own. */
         size_t len;
@@ -294,19 +294,21 @@ static void test_tiny_vocab(void)
     gufo_text_buffer_create(0, &buf);
     gufo_detok_state state = {0};
     size_t len;
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 0xC3, false, buf), GUFO_OK);
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 0xC3, false, buf, NULL), GUFO_OK);
     gufo_text_buffer_data(buf, &len);
     GUFO_CHECK_EQ_INT(len, 0);
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 0xA9, false, buf), GUFO_OK);
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 0xA9, false, buf, NULL), GUFO_OK);
     GUFO_CHECK_STREQ(gufo_text_buffer_data(buf, &len), "\xC3\xA9");
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 262, false, buf), GUFO_OK); /* control: hidden */
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 263, false, buf), GUFO_OK); /* user-defined: shown */
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 262, true, buf), GUFO_OK);
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 0xE2, false, buf), GUFO_OK); /* cut off ... */
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, GUFO_DETOK_FLUSH, false, buf), GUFO_OK);
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 262, false, buf, NULL), GUFO_OK); /* control: hidden */
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 263, false, buf, NULL), GUFO_OK); /* user-defined: shown */
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 262, true, buf, NULL), GUFO_OK);
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 0xE2, false, buf, NULL), GUFO_OK); /* cut off ... */
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, GUFO_DETOK_FLUSH, false, buf, NULL), GUFO_OK);
     GUFO_CHECK_STREQ(gufo_text_buffer_data(buf, &len), "\xC3\xA9<think><|im_end|>\xEF\xBF\xBD");
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 265, false, buf), GUFO_E_INVALID_ARGUMENT);
-    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, -2, false, buf), GUFO_E_INVALID_ARGUMENT);
+    gufo_error why = {0};
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, 265, false, buf, &why), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_STREQ(why.message, "qwen detokenize: token 265 is outside the vocabulary of 265 tokens");
+    GUFO_CHECK_EQ_INT(qwen_tokenizer_detokenize(t, &state, -2, false, buf, NULL), GUFO_E_INVALID_ARGUMENT);
     gufo_text_buffer_destroy(buf);
     qwen_tokenizer_free(t);
 

@@ -101,13 +101,24 @@ static void check(writer_ctx *c, gufo_status st, const char *what)
     }
 }
 
+/* Adds a tensor; a refusal is printed with the writer's explanation. */
+static void add_tensor(writer_ctx *c, const char *name, gufo_tensor_type type, uint64_t cols, uint64_t rows,
+                       const void *data)
+{
+    const uint64_t dims[2] = {cols, rows};
+    gufo_error err = {0};
+    if (gufo_gguf_writer_add_tensor(c->w, name, type, rows ? 2 : 1, dims, data, &err) != GUFO_OK && !c->failed) {
+        fprintf(stderr, "qwen35_random_model: %s\n", err.message);
+        c->failed = 1;
+    }
+}
+
 /* A float tensor of `n` values ([cols] or [cols, rows]), always F32. */
 static void add_f32(writer_ctx *c, const char *name, const float *v, uint64_t cols, uint64_t rows)
 {
     if (c->skip)
         return;
-    const uint64_t dims[2] = {cols, rows};
-    check(c, gufo_gguf_writer_add_tensor(c->w, name, GUFO_TENSOR_F32, rows ? 2 : 1, dims, v), name);
+    add_tensor(c, name, GUFO_TENSOR_F32, cols, rows, v);
 }
 
 /* A matrix [cols = inputs, rows = outputs] of N(0, std^2), stored in the file's matrix type. */
@@ -126,8 +137,7 @@ static void add_matrix(writer_ctx *c, const char *name, uint64_t cols, uint64_t 
         v[i] = (float)(std * normal());
     if (!c->skip) {
         check(c, gufo_tensor_quantize(c->matrix_type, v, q, cols * rows), name);
-        const uint64_t dims[2] = {cols, rows};
-        check(c, gufo_gguf_writer_add_tensor(c->w, name, c->matrix_type, 2, dims, q), name);
+        add_tensor(c, name, c->matrix_type, cols, rows, q);
     }
     free(v);
     free(q);

@@ -47,11 +47,12 @@ typedef struct gufo_decisions_batch {
 /**
  * The interface gufo_provider.iface points at for decisions. Both slots are
  * required; the registry checks them when the provider loads (since 0.2.2).
- * @since 0.1.1
+ * get_info takes a gufo_error since 0.2.8.
+ * @since 0.2.8
  */
 typedef struct gufo_decisions_iface {
     size_t struct_size;
-    gufo_status (*get_info)(gufo_model *model, gufo_decisions_info *info);
+    gufo_status (*get_info)(gufo_model *model, gufo_decisions_info *info, gufo_error *err);
     /** Classifies every item; per-item failures in item->status. */
     gufo_status (*decide)(gufo_model *model, const gufo_decisions_batch *batch, gufo_error *err);
 } gufo_decisions_iface;

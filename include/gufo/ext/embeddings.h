@@ -53,11 +53,12 @@ typedef struct gufo_embeddings_batch {
 /**
  * The interface gufo_provider.iface points at for embeddings. Both slots are
  * required; the registry checks them when the provider loads (since 0.2.2).
- * @since 0.1.1
+ * get_info takes a gufo_error since 0.2.8.
+ * @since 0.2.8
  */
 typedef struct gufo_embeddings_iface {
     size_t struct_size;
-    gufo_status (*get_info)(gufo_model *model, gufo_embeddings_info *info);
+    gufo_status (*get_info)(gufo_model *model, gufo_embeddings_info *info, gufo_error *err);
     /**
      * Embeds every item. Per-item failures go in item->status and do not fail
      * the batch; the return value is for failures of the whole step

@@ -32,6 +32,10 @@ GUFO_EXT_API void gufo_gguf_writer_destroy(gufo_gguf_writer *w);
 /**
  * Adds a scalar or string key/value; the writer copies the key and the value.
  * A key already present is GUFO_E_INVALID_ARGUMENT. Keys keep insertion order.
+ * The setters take no gufo_error: they fail only for a NULL writer, a NULL or
+ * empty key, a key the caller already set (it knows which), a
+ * "general.alignment" that is not a uint32 power of two, or memory, so there
+ * is nothing a detail would add.
  * @since 0.1.1
  */
 GUFO_EXT_API gufo_status gufo_gguf_writer_set_u32(gufo_gguf_writer *w, const char *key, uint32_t value);
@@ -85,22 +89,30 @@ GUFO_EXT_API gufo_status gufo_gguf_writer_set_array(gufo_gguf_writer *w, const c
  * a scalar that does not fit its type (only hand-made values have one), or a
  * "general.alignment" the writer refuses; GUFO_E_FORMAT when an element does
  * not read as `value->array_type`; GUFO_E_NOT_FOUND (see above);
- * GUFO_E_NO_MEMORY. On failure the writer is unchanged.
+ * GUFO_E_NO_MEMORY. On failure the writer is unchanged, and `err` (since
+ * 0.2.8) names the key and what was wrong with it: which element did not
+ * read or fit, which type cannot be written.
  * Thread-safety: one thread at a time per writer, as for the setters; `src` is
  * only read, so other threads may read it meanwhile.
- * @since 0.1.7
+ * @since 0.2.8
  */
 GUFO_EXT_API gufo_status gufo_gguf_writer_copy_value(gufo_gguf_writer *w, const char *key, const gufo_gguf *src,
-                                                     const gufo_gguf_value *value);
+                                                     const gufo_gguf_value *value, gufo_error *err);
 
 /**
  * Adds a tensor. `dims` has `n_dims` entries, innermost first; `data` holds
  * gufo_tensor_row_size(type, dims[0]) * (rows) bytes and is copied.
- * A duplicate name is GUFO_E_INVALID_ARGUMENT.
- * @since 0.1.1
+ * A duplicate name, a shape GGUF cannot hold (no or too many dimensions, a
+ * zero dimension, a row that is not a whole number of the type's blocks) or
+ * an unknown type is GUFO_E_INVALID_ARGUMENT; memory, GUFO_E_NO_MEMORY. On
+ * failure the writer is unchanged and `err` (since 0.2.8) names the tensor and
+ * the problem ("tensor 'blk.0.ffn_up.weight': a row of 33 elements is not a
+ * multiple of q8_0's block of 32").
+ * @since 0.2.8
  */
 GUFO_EXT_API gufo_status gufo_gguf_writer_add_tensor(gufo_gguf_writer *w, const char *name, gufo_tensor_type type,
-                                                     uint32_t n_dims, const uint64_t *dims, const void *data);
+                                                     uint32_t n_dims, const uint64_t *dims, const void *data,
+                                                     gufo_error *err);
 
 /** Writes the file atomically (temporary file, then rename). GUFO_E_IO on failure. @since 0.1.1 */
 GUFO_EXT_API gufo_status gufo_gguf_writer_write(gufo_gguf_writer *w, const char *path, gufo_error *err);

@@ -282,14 +282,20 @@ typedef struct gufo_speculative_iface {
  * Every slot is required unless marked (optional); the registry checks the
  * required ones when the provider loads (since 0.2.2), so a provider lacking
  * one is unavailable, naming the slot. The slot `snapshot` is called
- * `snapshot_create` since 0.2.5.
- * @since 0.2.5
+ * `snapshot_create` since 0.2.5. Since 0.2.8 get_info, detokenize,
+ * cache_identity and the tool-parser slots take a gufo_error, as every other
+ * fallible slot did.
+ * @since 0.2.8
  */
 typedef struct gufo_text_generation_iface {
     size_t struct_size;  /**< sizeof(gufo_text_generation_iface) the provider was built with */
 
-    /** Fills facts about the loaded model. Thread-safe. */
-    gufo_status (*get_info)(gufo_model *model, gufo_text_model_info *info);
+    /**
+     * Fills facts about the loaded model. Thread-safe. Since 0.2.8 a failure
+     * (a too-small info->struct_size, facts the model cannot give) is
+     * explained in `err`.
+     */
+    gufo_status (*get_info)(gufo_model *model, gufo_text_model_info *info, gufo_error *err);
 
     /* Tokenizer (thread-safe). */
 
@@ -306,10 +312,12 @@ typedef struct gufo_text_generation_iface {
      * tokens produce no text unless `show_special`. `token` ==
      * GUFO_DETOK_FLUSH ends the stream: bytes still held back can no longer
      * complete and are emitted as U+FFFD (one per held byte sequence); the
-     * core calls it once when generation stops for any reason.
+     * core calls it once when generation stops for any reason. Since 0.2.8 a
+     * failure (a token out of range, no memory for the text) is explained in
+     * `err`.
      */
     gufo_status (*detokenize)(gufo_model *model, gufo_detok_state *state, gufo_token token, bool show_special,
-                              gufo_text_buffer *out);
+                              gufo_text_buffer *out, gufo_error *err);
     /** gufo_token_attr bits of `token`; 0 for ids out of range. */
     uint32_t (*token_attr)(gufo_model *model, gufo_token token);
 
@@ -328,15 +336,19 @@ typedef struct gufo_text_generation_iface {
     /**
      * (optional, with tool_parser_create) Feeds decoded text. Text that may
      * still become markup (a partial
-     * "<tool_call>") is held back until it is decided.
+     * "<tool_call>") is held back until it is decided. Malformed model
+     * output is not an error (the sink's `malformed` hears of it); a failure
+     * of the parser itself (no memory, a call fed after finish) is, and is
+     * explained in `err` (since 0.2.8).
      */
     gufo_status (*tool_parser_feed)(gufo_tool_parser *parser, const char *text, size_t len,
-                                    const gufo_output_sink *sink);
+                                    const gufo_output_sink *sink, gufo_error *err);
     /**
      * (optional, with tool_parser_create) End of output: flushes what was
-     * held back; reports unterminated calls as malformed.
+     * held back; reports unterminated calls as malformed. Errors as
+     * tool_parser_feed, explained in `err` (since 0.2.8).
      */
-    gufo_status (*tool_parser_finish)(gufo_tool_parser *parser, const gufo_output_sink *sink);
+    gufo_status (*tool_parser_finish)(gufo_tool_parser *parser, const gufo_output_sink *sink, gufo_error *err);
     /** (optional, with tool_parser_create) Frees the parser; NULL is a no-op. */
     void (*tool_parser_destroy)(gufo_tool_parser *parser);
 
@@ -344,9 +356,11 @@ typedef struct gufo_text_generation_iface {
      * (optional) Writes the model's part of a cache identity into `out`: a string that is
      * equal for two loaded models exactly when their sessions are
      * interchangeable (weights checksum or file identity, quantization, the
-     * options that change numerics). The core adds its own parts.
+     * options that change numerics). The core adds its own parts. A failure
+     * is explained in `err` (since 0.2.8); the core then keeps no cache for
+     * the model and says why.
      */
-    gufo_status (*cache_identity)(gufo_model *model, gufo_text_buffer *out);
+    gufo_status (*cache_identity)(gufo_model *model, gufo_text_buffer *out, gufo_error *err);
 
     /* Sessions (scheduler thread). */
 

@@ -64,7 +64,7 @@ static void read_architecture(const char *model_path)
 static void read_facts(gufo_model *model)
 {
     gufo_text_model_info info = {.struct_size = sizeof info};
-    EXPECT_OK(tg->get_info(model, &info));
+    EXPECT_OK(tg->get_info(model, &info, NULL));
     facts.n_vocab = info.n_vocab;
     facts.bos = info.bos_token;
     facts.eos = info.eos_token;
@@ -143,7 +143,7 @@ static void write_variant(const char *src_path, const char *path, const char *ar
         EXPECT_OK(gufo_gguf_kv_at(src, i, &key, &value));
         /* The writer lays the file out itself, so the alignment is its own. */
         if (strcmp(key, "general.architecture") != 0 && strcmp(key, "general.alignment") != 0)
-            EXPECT_OK(gufo_gguf_writer_copy_value(w, key, src, &value));
+            EXPECT_OK(gufo_gguf_writer_copy_value(w, key, src, &value, NULL));
     }
     for (uint64_t i = 0; i < gufo_gguf_tensor_count(src); i++) {
         gufo_gguf_tensor_info info;
@@ -155,7 +155,7 @@ static void write_variant(const char *src_path, const char *path, const char *ar
         if (info.type == GUFO_TENSOR_F32)
             for (uint64_t k = 0; k < info.n_elements; k++)
                 memcpy(data + k * sizeof fill, &fill, sizeof fill);
-        EXPECT_OK(gufo_gguf_writer_add_tensor(w, info.name, info.type, info.n_dims, info.dims, data));
+        EXPECT_OK(gufo_gguf_writer_add_tensor(w, info.name, info.type, info.n_dims, info.dims, data, NULL));
         free(data);
     }
     EXPECT_OK(gufo_gguf_writer_write(w, path, &err));
@@ -202,7 +202,7 @@ static void test_info(gufo_model *model, const char *model_path)
     gufo_gguf_close(gguf);
 
     gufo_text_model_info info = {.struct_size = sizeof info};
-    EXPECT_OK(tg->get_info(model, &info));
+    EXPECT_OK(tg->get_info(model, &info, NULL));
     GUFO_CHECK(info.n_vocab > 256 && (uint32_t)info.n_vocab == file_vocab);
     GUFO_CHECK(output.n_dims == 2 && output.dims[0] == file_vocab && output.dims[1] == file_vocab);
     GUFO_CHECK(file_context > 0 && info.context_length == file_context);
@@ -336,7 +336,7 @@ static void special_text(gufo_model *model, gufo_token token, char *out, size_t 
     gufo_text_buffer *buf = NULL;
     gufo_detok_state state = {0};
     EXPECT_OK(gufo_text_buffer_create(0, &buf));
-    EXPECT_OK(tg->detokenize(model, &state, token, true, buf));
+    EXPECT_OK(tg->detokenize(model, &state, token, true, buf, NULL));
     snprintf(out, cap, "%s", buf ? gufo_text_buffer_data(buf, NULL) : "");
     gufo_text_buffer_destroy(buf);
 }
@@ -354,7 +354,7 @@ static void test_round_trip(gufo_model *model)
     gufo_detok_state state = {0};
     size_t before = 0, len = 0;
     for (size_t i = 0; i < n; i++) {
-        EXPECT_OK(tg->detokenize(model, &state, tokens[i], false, buf));
+        EXPECT_OK(tg->detokenize(model, &state, tokens[i], false, buf, NULL));
         gufo_text_buffer_data(buf, &len);
         bool continues = i + 1 < n && ((unsigned char)text[i + 1] & 0xC0) == 0x80;
         if (continues)
@@ -371,7 +371,7 @@ static void test_round_trip(gufo_model *model)
     memset(&state, 0, sizeof state);
     n = tokenize(model, bad, 0, tokens, 64);
     for (size_t i = 0; i < n; i++)
-        EXPECT_OK(tg->detokenize(model, &state, tokens[i], false, buf));
+        EXPECT_OK(tg->detokenize(model, &state, tokens[i], false, buf, NULL));
     GUFO_CHECK(strcmp(gufo_text_buffer_data(buf, NULL), "\xEF\xBF\xBD" "A" "\xEF\xBF\xBD") == 0);
     GUFO_CHECK(state.n_pending == 1); /* the trailing lead byte may still complete */
     char bos_text[64], eos_text[64], expected[128];
@@ -379,7 +379,7 @@ static void test_round_trip(gufo_model *model)
     special_text(model, facts.eos, eos_text, sizeof eos_text);
     GUFO_CHECK(bos_text[0] && eos_text[0] && strcmp(bos_text, eos_text) != 0);
     /* A control token flushes the held-back byte first, then shows its text. */
-    EXPECT_OK(tg->detokenize(model, &state, facts.eos, true, buf));
+    EXPECT_OK(tg->detokenize(model, &state, facts.eos, true, buf, NULL));
     snprintf(expected, sizeof expected, "\xEF\xBF\xBD" "A" "\xEF\xBF\xBD" "\xEF\xBF\xBD" "%s", eos_text);
     GUFO_CHECK(strcmp(gufo_text_buffer_data(buf, NULL), expected) == 0);
 
@@ -516,7 +516,7 @@ static void test_limits(gufo_model *model, const char *model_path)
     gufo_model *short_model = load(model_path, scratch, 100);
     if (short_model) {
         gufo_text_model_info info = {.struct_size = sizeof info};
-        EXPECT_OK(tg->get_info(short_model, &info));
+        EXPECT_OK(tg->get_info(short_model, &info, NULL));
         GUFO_CHECK(info.context_length == 100);
         gufo_session_params too_long = {.struct_size = sizeof too_long, .context_length = 101};
         gufo_text_session *none = NULL;
@@ -650,11 +650,11 @@ static void test_chat(gufo_model *model)
     gufo_tool_parser *parser = NULL;
     EXPECT_OK(tg->tool_parser_create(model, &chat, &parser, &err));
     for (size_t i = 0; i < strlen(output); i++) {
-        EXPECT_OK(tg->tool_parser_feed(parser, output + i, 1, &sink));
+        EXPECT_OK(tg->tool_parser_feed(parser, output + i, 1, &sink, NULL));
         if (i == 5) /* fed "Hi <th" */
             GUFO_CHECK(strcmp(log.content, "Hi ") == 0);
     }
-    EXPECT_OK(tg->tool_parser_finish(parser, &sink));
+    EXPECT_OK(tg->tool_parser_finish(parser, &sink, NULL));
     tg->tool_parser_destroy(parser);
     GUFO_CHECK(strcmp(log.reasoning, "hmm") == 0);
     GUFO_CHECK(strcmp(log.calls, "f{\"a\":1};") == 0);
@@ -679,9 +679,9 @@ static void test_cache_identity(gufo_model *model, const char *model_path, const
     gufo_model *other = load(other_path, pool, 0);
     GUFO_CHECK(same && other);
     if (same && other) {
-        EXPECT_OK(tg->cache_identity(model, a));
-        EXPECT_OK(tg->cache_identity(same, b));
-        EXPECT_OK(tg->cache_identity(other, c));
+        EXPECT_OK(tg->cache_identity(model, a, NULL));
+        EXPECT_OK(tg->cache_identity(same, b, NULL));
+        EXPECT_OK(tg->cache_identity(other, c, NULL));
         GUFO_CHECK(strstr(gufo_text_buffer_data(a, NULL), facts.architecture) != NULL);
         GUFO_CHECK(strcmp(gufo_text_buffer_data(a, NULL), gufo_text_buffer_data(b, NULL)) == 0);
         GUFO_CHECK(strcmp(gufo_text_buffer_data(a, NULL), gufo_text_buffer_data(c, NULL)) != 0);

@@ -251,11 +251,12 @@ static void qwen_gpu_destroy(gufo_model *handle)
 
 /* ---- facts ----------------------------------------------------------------- */
 
-static gufo_status qwen_gpu_get_info(gufo_model *handle, gufo_text_model_info *info)
+static gufo_status qwen_gpu_get_info(gufo_model *handle, gufo_text_model_info *info, gufo_error *err)
 {
     const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
     if (!model || !info || info->struct_size < sizeof info->struct_size)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen get_info needs a model and an info struct "
+                              "whose struct_size is set");
     gufo_text_model_info full = {
         .struct_size = info->struct_size,
         .n_vocab = (int32_t)model->hp.n_vocab,
@@ -279,19 +280,22 @@ static gufo_status qwen_gpu_get_info(gufo_model *handle, gufo_text_model_info *i
 /* GPU results differ from the CPU's in the order of float additions, so the
  * two providers' sessions are not interchangeable: the provider is part of
  * the identity. */
-static gufo_status qwen_gpu_cache_identity(gufo_model *handle, gufo_text_buffer *out)
+static gufo_status qwen_gpu_cache_identity(gufo_model *handle, gufo_text_buffer *out, gufo_error *err)
 {
     const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
     if (!model || !out)
-        return GUFO_E_INVALID_ARGUMENT;
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen cache_identity needs a model and a buffer");
     char text[224];
     int n = snprintf(text, sizeof text, "%s;size=%llu;file_type=%ld;tensors=%016llx;kv=f32;provider=%s",
                      QWEN_ARCHITECTURE, (unsigned long long)model->file_size,
                      model->file_type == UINT32_MAX ? -1L : (long)model->file_type,
                      (unsigned long long)model->table_checksum, QWEN_GPU_PROVIDER_ID);
     if (n < 0 || (size_t)n >= sizeof text)
-        return GUFO_E_INTERNAL;
-    return gufo_text_buffer_append(out, text, (size_t)n);
+        return gufo_error_set(err, GUFO_E_INTERNAL, "qwen cache_identity: the identity outgrew its %zu bytes",
+                              sizeof text);
+    if (gufo_text_buffer_append(out, text, (size_t)n) != GUFO_OK)
+        return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen cache_identity: out of memory");
+    return GUFO_OK;
 }
 
 /* ---- the interface table (the text side is text_iface.c's, shared with qwen-cpu) ---- */

@@ -220,7 +220,7 @@ static void check_broken(const char *src, const char *dst, const edit *ed)
         if (ed->u32_key && strcmp(key, ed->u32_key) == 0)
             gufo_gguf_writer_set_u32(w, key, ed->u32_value);
         else
-            gufo_gguf_writer_copy_value(w, key, in, &value);
+            gufo_gguf_writer_copy_value(w, key, in, &value, NULL);
     }
     if (ed->recurrent_flags)
         gufo_gguf_writer_set_array(w, "qwen35.attention.recurrent_layers", GUFO_GGUF_INT32, ed->recurrent_flags,
@@ -236,7 +236,7 @@ static void check_broken(const char *src, const char *dst, const edit *ed)
         if (ed->reshape_tensor && strcmp(t.name, ed->reshape_tensor) == 0 && t.n_dims == 1) {
             dims[0] /= 2; /* half of it */
         }
-        gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, dims, data);
+        gufo_gguf_writer_add_tensor(w, t.name, t.type, t.n_dims, dims, data, NULL);
     }
     gufo_status st = gufo_gguf_writer_write(w, dst, &err);
     gufo_gguf_writer_destroy(w);

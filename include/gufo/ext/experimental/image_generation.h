@@ -50,7 +50,7 @@ typedef struct gufo_image_job gufo_image_job;
 /** The interface gufo_provider.iface points at for image generation. @since 0.2.3 */
 typedef struct gufo_image_generation_iface {
     size_t struct_size;
-    gufo_status (*get_info)(gufo_model *model, gufo_image_info *info);
+    gufo_status (*get_info)(gufo_model *model, gufo_image_info *info, gufo_error *err);
     /** Encodes the prompt and draws the initial noise; *n_steps gets the step count. */
     gufo_status (*job_create)(gufo_model *model, const gufo_image_params *params, gufo_image_job **out,
                               uint32_t *n_steps, gufo_error *err);

@@ -65,7 +65,7 @@ typedef enum gufo_asr_step_result {
 /** The interface gufo_provider.iface points at for speech recognition. @since 0.2.3 */
 typedef struct gufo_speech_recognition_iface {
     size_t struct_size;
-    gufo_status (*get_info)(gufo_model *model, gufo_asr_info *info);
+    gufo_status (*get_info)(gufo_model *model, gufo_asr_info *info, gufo_error *err);
     gufo_status (*session_create)(gufo_model *model, const gufo_asr_params *params, gufo_asr_session **out,
                                   gufo_error *err);
     void (*session_destroy)(gufo_model *model, gufo_asr_session *session);

@@ -48,7 +48,7 @@ typedef struct gufo_tts_job gufo_tts_job;
 /** The interface gufo_provider.iface points at for speech synthesis. @since 0.2.3 */
 typedef struct gufo_speech_synthesis_iface {
     size_t struct_size;
-    gufo_status (*get_info)(gufo_model *model, gufo_tts_info *info);
+    gufo_status (*get_info)(gufo_model *model, gufo_tts_info *info, gufo_error *err);
     gufo_status (*job_create)(gufo_model *model, const gufo_tts_params *params, gufo_tts_job **out,
                               gufo_error *err);
     void (*job_destroy)(gufo_model *model, gufo_tts_job *job);

@@ -49,7 +49,7 @@ typedef struct gufo_video_job gufo_video_job;
 /** The interface gufo_provider.iface points at for video generation. @since 0.2.3 */
 typedef struct gufo_video_generation_iface {
     size_t struct_size;
-    gufo_status (*get_info)(gufo_model *model, gufo_video_info *info);
+    gufo_status (*get_info)(gufo_model *model, gufo_video_info *info, gufo_error *err);
     gufo_status (*job_create)(gufo_model *model, const gufo_video_params *params, gufo_video_job **out,
                               uint32_t *n_steps, gufo_error *err);
     void (*job_destroy)(gufo_model *model, gufo_video_job *job);
