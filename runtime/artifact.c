@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -17,6 +18,7 @@ enum { ARCHITECTURE_SHOWN_MAX = 256 };
 
 struct gufo_artifact {
     char *path;
+    int fd;                     /* the file parsed, kept open so its weights map from it (not from the path) */
     gufo_gguf *gguf;
     const char *architecture;   /* borrowed from gguf, architecture_escaped, or "" */
     char *architecture_escaped; /* owned; only when the declared value had to be escaped */
@@ -56,7 +58,8 @@ GUFO_EXT_API gufo_status gufo_artifact_open(const char *path, gufo_artifact **ou
         free(a);
         return gufo_error_set(err, GUFO_E_NO_MEMORY, "%s: out of memory", path);
     }
-    gufo_status st = gufo_gguf_open(path, GUFO_GGUF_OPEN_METADATA, &a->gguf, err);
+    a->fd = -1;
+    gufo_status st = gufo__gguf_open_kept(path, &a->fd, &a->gguf, err);
     if (st != GUFO_OK) {
         /* The reader may already name the file; say it once. */
         if (err && !strstr(err->message, path)) gufo_error_prefix(err, st, "%s", path);
@@ -75,6 +78,7 @@ GUFO_EXT_API void gufo_artifact_close(gufo_artifact *artifact)
 {
     if (!artifact) return;
     gufo_gguf_close(artifact->gguf);
+    if (artifact->fd >= 0) close(artifact->fd);
     free(artifact->architecture_escaped);
     free(artifact->path);
     free(artifact);
@@ -104,6 +108,18 @@ GUFO_EXT_API const gufo_gguf *gufo_artifact_gguf(const gufo_artifact *artifact)
 GUFO_EXT_API uint64_t gufo_artifact_size(const gufo_artifact *artifact)
 {
     return artifact ? gufo_gguf_file_size(artifact->gguf) : 0;
+}
+
+GUFO_EXT_API gufo_status gufo_artifact_map_weights(const gufo_artifact *artifact, gufo_gguf **out, gufo_error *err)
+{
+    if (out) *out = NULL;
+    if (!out)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "gufo_artifact_map_weights: out is NULL");
+    if (!artifact)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "no artifact to map the weights from: the host must hand create() the artifact its "
+                              "probe accepted (gufo_model_params.artifact)");
+    return gufo__gguf_map_view(artifact->gguf, artifact->fd, artifact->path, out, err);
 }
 
 /* ---- Device facts: what the host queried, for probes ----------------------- */

@@ -21,6 +21,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +124,12 @@ struct gufo_gguf {
     const uint8_t *bytes; /* whole file, MAP mode only */
     void *mapping;        /* our own mmap, to unmap at close */
     size_t mapping_size;
+    /* The parsed metadata above is shared between the handle that parsed it
+     * and the weight views mapped from it (gufo__gguf_map_view): `owner` is
+     * that handle (itself, for the handle that parsed), and its `refs` counts
+     * the handles still using the metadata, so it is freed with the last. */
+    struct gufo_gguf *owner;
+    atomic_uint refs;
 };
 
 /* ---- Parser state and errors ---------------------------------------------- */
@@ -826,16 +834,35 @@ static gufo_status parse_tensors(parser *p, uint64_t n_tensors)
 
 /* ---- Open / close --------------------------------------------------------- */
 
-GUFO_EXT_API void gufo_gguf_close(gufo_gguf *g)
+static void free_metadata(gufo_gguf *g)
 {
-    if (!g) return;
-    if (g->mapping) munmap(g->mapping, g->mapping_size);
     free(g->kv_index.slots);
     free(g->tensor_index.slots);
     free(g->kvs);
     free(g->tensors);
     arena_free(g->arena);
-    free(g);
+}
+
+/* Drops one use of the metadata `owner` parsed; the last frees it and the owner. */
+static void release_owner(gufo_gguf *owner)
+{
+    if (atomic_fetch_sub_explicit(&owner->refs, 1, memory_order_acq_rel) != 1) return;
+    if (owner->mapping) munmap(owner->mapping, owner->mapping_size);
+    free_metadata(owner);
+    free(owner);
+}
+
+GUFO_EXT_API void gufo_gguf_close(gufo_gguf *g)
+{
+    if (!g) return;
+    if (g->owner && g->owner != g) { /* a weight view: its own mapping, the owner's metadata */
+        if (g->mapping) munmap(g->mapping, g->mapping_size);
+        gufo_gguf *owner = g->owner;
+        free(g);
+        release_owner(owner);
+        return;
+    }
+    release_owner(g);
 }
 
 /* Parses the file the parser is set up over; on success the gufo_gguf holds
@@ -853,6 +880,8 @@ static gufo_gguf *new_gguf(gufo_gguf_open_mode mode, uint64_t size)
 {
     gufo_gguf *g = calloc(1, sizeof *g);
     if (g) {
+        g->owner = g;
+        atomic_init(&g->refs, 1);
         g->mode = mode;
         g->file_size = size;
         g->alignment = DEFAULT_ALIGNMENT;
@@ -909,13 +938,9 @@ static gufo_status map_file(parser *p, int fd, const char *path, gufo_error *err
     return GUFO_OK;
 }
 
-GUFO_EXT_API gufo_status gufo_gguf_open(const char *path, gufo_gguf_open_mode mode, gufo_gguf **out,
-                                        gufo_error *err)
+/* Opens the file for reading and checks it is a regular file; its size in *size. */
+static gufo_status open_regular(const char *path, int *fd_out, uint64_t *size, gufo_error *err)
 {
-    if (out) *out = NULL;
-    if (!path || !out || (mode != GUFO_GGUF_OPEN_METADATA && mode != GUFO_GGUF_OPEN_MAP))
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
-                              "gufo_gguf_open needs a path, an output pointer and a valid open mode");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_error(err, path, "cannot open", errno);
     struct stat sb;
@@ -928,26 +953,86 @@ GUFO_EXT_API gufo_status gufo_gguf_open(const char *path, gufo_gguf_open_mode mo
         close(fd);
         return gufo_error_set(err, GUFO_E_IO, "%s: not a regular file", path);
     }
+    *fd_out = fd;
+    *size = (uint64_t)sb.st_size;
+    return GUFO_OK;
+}
+
+static gufo_status open_fd(int fd, uint64_t size, const char *path, gufo_gguf_open_mode mode, gufo_gguf **out,
+                               gufo_error *err)
+{
     gufo_error local = {GUFO_OK, ""};
-    parser p = {.err = &local, .fd = fd, .size = (uint64_t)sb.st_size};
-    if (!(p.g = new_gguf(mode, p.size))) {
-        close(fd);
-        return gufo_error_set(err, GUFO_E_NO_MEMORY, "%s: out of memory", path);
-    }
+    parser p = {.err = &local, .fd = fd, .size = size};
+    if (!(p.g = new_gguf(mode, p.size))) return gufo_error_set(err, GUFO_E_NO_MEMORY, "%s: out of memory", path);
     if (mode == GUFO_GGUF_OPEN_MAP) {
         gufo_status st = map_file(&p, fd, path, err);
         if (st != GUFO_OK) {
-            close(fd);
             gufo_gguf_close(p.g);
             return st;
         }
     }
     gufo_status st = finish_open(&p, out, err);
+    if (st != GUFO_OK && err) gufo_error_prefix(err, st, "%s", path);
+    return st;
+}
+
+GUFO_EXT_API gufo_status gufo_gguf_open(const char *path, gufo_gguf_open_mode mode, gufo_gguf **out,
+                                        gufo_error *err)
+{
+    if (out) *out = NULL;
+    if (!path || !out || (mode != GUFO_GGUF_OPEN_METADATA && mode != GUFO_GGUF_OPEN_MAP))
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                              "gufo_gguf_open needs a path, an output pointer and a valid open mode");
+    int fd = -1;
+    uint64_t size = 0;
+    gufo_status st = open_regular(path, &fd, &size, err);
+    if (st != GUFO_OK) return st;
+    st = open_fd(fd, size, path, mode, out, err);
     close(fd); /* a mapping stays valid after its descriptor is closed */
+    return st;
+}
+
+gufo_status gufo__gguf_open_kept(const char *path, int *fd, gufo_gguf **out, gufo_error *err)
+{
+    uint64_t size = 0;
+    gufo_status st = open_regular(path, fd, &size, err);
+    if (st != GUFO_OK) return st;
+    st = open_fd(*fd, size, path, GUFO_GGUF_OPEN_METADATA, out, err);
     if (st != GUFO_OK) {
-        if (err) gufo_error_prefix(err, st, "%s", path);
+        close(*fd);
+        *fd = -1;
     }
     return st;
+}
+
+gufo_status gufo__gguf_map_view(const gufo_gguf *meta, int fd, const char *path, gufo_gguf **out, gufo_error *err)
+{
+    gufo_gguf *owner = meta->owner;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) return io_error(err, path, "cannot stat", errno);
+    if ((uint64_t)sb.st_size != owner->file_size)
+        return gufo_error_set(err, GUFO_E_IO,
+                              "%s: the file changed size since it was opened (%" PRIu64 " bytes, now %" PRIu64
+                              "); open it again",
+                              path, owner->file_size, (uint64_t)sb.st_size);
+    gufo_gguf *view = malloc(sizeof *view);
+    if (!view) return gufo_error_set(err, GUFO_E_NO_MEMORY, "%s: out of memory", path);
+    parser p = {.g = view, .size = owner->file_size};
+    memcpy(view, owner, offsetof(gufo_gguf, bytes)); /* the metadata, borrowed from the owner */
+    view->mode = GUFO_GGUF_OPEN_MAP;
+    view->bytes = NULL;
+    view->mapping = NULL;
+    view->mapping_size = 0;
+    view->owner = owner;
+    atomic_init(&view->refs, 0);
+    gufo_status st = map_file(&p, fd, path, err);
+    if (st != GUFO_OK) {
+        free(view);
+        return st;
+    }
+    atomic_fetch_add_explicit(&owner->refs, 1, memory_order_relaxed);
+    *out = view;
+    return GUFO_OK;
 }
 
 /* ---- Accessors -------------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <gufo/ext/gguf_reader.h>
 #include <gufo/ext/memory.h>
 #include <gufo/ext/provider.h>
 #include <gufo/ext/status.h>
@@ -62,6 +63,17 @@ gufo_status gufo__check_api(uint32_t minor, uint32_t revision, gufo_error *err);
  * output differs from the input (something was escaped or cut). Lives in
  * gguf_reader.c, next to the UTF-8 check it shares. */
 bool gufo__escape_text(const char *text, uint64_t len, char *out, size_t cap);
+
+/* The artifact's way into the reader (gguf_reader.c). gufo__gguf_open_kept
+ * opens `path` like gufo_gguf_open(..., GUFO_GGUF_OPEN_METADATA) but keeps
+ * the descriptor open in *fd (the caller closes it), so the weights can later
+ * be mapped from the very file that was parsed, even if the path has since
+ * been replaced. gufo__gguf_map_view maps that descriptor and returns a
+ * GUFO_GGUF_OPEN_MAP handle sharing `meta`'s parsed metadata (nothing is
+ * parsed again); it fails with GUFO_E_IO when the file's size changed. The
+ * view and `meta` may be closed in either order. */
+gufo_status gufo__gguf_open_kept(const char *path, int *fd, gufo_gguf **out, gufo_error *err);
+gufo_status gufo__gguf_map_view(const gufo_gguf *meta, int fd, const char *path, gufo_gguf **out, gufo_error *err);
 
 /* `buf` holds `len` bytes that a formatter may have cut inside a UTF-8
  * character; shortens it so it ends on a character boundary. Only a trailing

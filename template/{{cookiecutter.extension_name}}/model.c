@@ -90,7 +90,8 @@ gufo_status {{ cookiecutter.extension_name }}_model_load(const gufo_model_params
     *out = NULL;
 
     gufo_gguf *gguf = NULL;
-    gufo_status status = gufo_gguf_open(params->path, GUFO_GGUF_OPEN_MAP, &gguf, err);
+    /* The file the probe accepted, its metadata parsed once (not opened again by path). */
+    gufo_status status = gufo_artifact_map_weights(params->artifact, &gguf, err);
     if (status != GUFO_OK)
         return status;
 

@@ -171,6 +171,85 @@ static void test_architecture_of_another_type(void)
     unlink(path);
 }
 
+/* The i-th float of token_embd.weight in `g`, or -1 when it cannot be read. */
+static float first_tensor_value(const gufo_gguf *g, int i)
+{
+    gufo_gguf_tensor_info info;
+    const void *data = NULL;
+    if (gufo_gguf_find_tensor(g, "token_embd.weight", &info) != GUFO_OK ||
+        gufo_gguf_tensor_data(g, &info, &data, NULL) != GUFO_OK)
+        return -1.0f;
+    return ((const float *)data)[i];
+}
+
+/* A factory maps the weights from the artifact its probe saw: the metadata is
+ * the artifact's own (parsed once), the file the one that was parsed. */
+static void test_map_weights(void)
+{
+    char path[512], other[512];
+    path_in_dir(path, sizeof path, "weights.gguf");
+    path_in_dir(other, sizeof other, "other.gguf");
+    GUFO_CHECK(write_model(path, "qwen3"));
+    gufo_artifact *a = NULL;
+    gufo_error err = {0};
+    GUFO_CHECK_EQ_INT(gufo_artifact_open(path, &a, &err), GUFO_OK);
+    if (!a) return;
+
+    /* The probe's view has no weights; the mapped view has them, and shares its metadata. */
+    const void *data = NULL;
+    gufo_gguf_tensor_info info;
+    GUFO_CHECK_EQ_INT(gufo_gguf_find_tensor(gufo_artifact_gguf(a), "token_embd.weight", &info), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_tensor_data(gufo_artifact_gguf(a), &info, &data, NULL), GUFO_E_STATE);
+    gufo_gguf *view = NULL;
+    GUFO_CHECK_STATUS(gufo_artifact_map_weights(a, &view, &err), GUFO_OK, &err);
+    if (!view) {
+        gufo_artifact_close(a);
+        return;
+    }
+    GUFO_CHECK(first_tensor_value(view, 5) == 5.0f);
+    const char *key_seen = NULL, *key_mapped = NULL;
+    GUFO_CHECK_EQ_INT(gufo_gguf_kv_at(gufo_artifact_gguf(a), 0, &key_seen, NULL), GUFO_OK);
+    GUFO_CHECK_EQ_INT(gufo_gguf_kv_at(view, 0, &key_mapped, NULL), GUFO_OK);
+    GUFO_CHECK(key_seen == key_mapped); /* the same parsed strings: nothing was parsed again */
+    GUFO_CHECK_EQ_INT(gufo_gguf_kv_count(view), gufo_gguf_kv_count(gufo_artifact_gguf(a)));
+
+    /* A new file renamed over the path after the probe does not change what the factory maps. */
+    GUFO_CHECK(write_model(other, "llama"));
+    GUFO_CHECK_EQ_INT(rename(other, path), 0);
+    gufo_gguf *again = NULL;
+    GUFO_CHECK_STATUS(gufo_artifact_map_weights(a, &again, &err), GUFO_OK, &err);
+    char arch[16] = "";
+    const char *s = NULL;
+    if (again && gufo_gguf_get_string(again, "general.architecture", &s, NULL) == GUFO_OK)
+        snprintf(arch, sizeof arch, "%s", s);
+    GUFO_CHECK_STREQ(arch, "qwen3");
+    gufo_gguf_close(again);
+
+    /* The view outlives the artifact: a model keeps it while the host closes the artifact. */
+    gufo_artifact_close(a);
+    GUFO_CHECK(first_tensor_value(view, 63) == 63.0f);
+    GUFO_CHECK_EQ_INT(gufo_gguf_kv_count(view), 2);
+    gufo_gguf_close(view);
+
+    /* The same file grown after it was parsed is refused, naming both sizes. */
+    GUFO_CHECK_EQ_INT(gufo_artifact_open(path, &a, &err), GUFO_OK);
+    FILE *f = fopen(path, "ab");
+    GUFO_CHECK(f != NULL);
+    if (f) {
+        fputs("appended", f);
+        fclose(f);
+    }
+    view = NULL;
+    GUFO_CHECK_EQ_INT(gufo_artifact_map_weights(a, &view, &err), GUFO_E_IO);
+    GUFO_CHECK(view == NULL);
+    GUFO_CHECK_CONTAINS(err.message, "the file changed size since it was opened");
+    gufo_artifact_close(a);
+    unlink(path);
+
+    GUFO_CHECK_EQ_INT(gufo_artifact_map_weights(NULL, &view, &err), GUFO_E_INVALID_ARGUMENT);
+    GUFO_CHECK_CONTAINS(err.message, "must hand create() the artifact its probe accepted");
+}
+
 static void test_bad_files(void)
 {
     char path[512];
@@ -204,6 +283,7 @@ int main(void)
     test_architecture_with_a_nul();
     test_architecture_of_another_type();
     test_bad_files();
+    test_map_weights();
     rmdir(g_dir);
     return GUFO_CHECK_DONE();
 }

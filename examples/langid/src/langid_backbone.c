@@ -242,7 +242,7 @@ gufo_status langid_backbone_open(const langid_shared *shared, const gufo_model_p
     if (st != GUFO_OK) return gufo_error_prefix(err, st, "langid: loading %s", params->path);
 
     gufo_gguf *gguf = NULL;
-    st = gufo_gguf_open(params->path, GUFO_GGUF_OPEN_MAP, &gguf, err);
+    st = gufo_artifact_map_weights(params->artifact, &gguf, err); /* the probe's file, parsed once */
     if (st != GUFO_OK) return st;
 
     char reason[GUFO_ERROR_MESSAGE_MAX];

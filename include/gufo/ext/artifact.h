@@ -12,6 +12,10 @@
  * and a probe reads them with gufo_artifact_device_facts(), which never starts
  * a driver. Since 0.1.12.
  *
+ * The factory (create) that the winning probe's provider runs gets the same
+ * artifact and maps its weights from it with gufo_artifact_map_weights(), so
+ * a model's file is opened and its metadata parsed once (since 0.2.9).
+ *
  * Ownership: the host owns the gufo_artifact; probes borrow it for the call.
  * Thread-safety: immutable once opened and given its device facts; safe to
  * read from many threads.
@@ -76,6 +80,30 @@ GUFO_EXT_API const gufo_gguf *gufo_artifact_gguf(const gufo_artifact *artifact);
 
 /** Size of the artifact file in bytes. @since 0.1.1 */
 GUFO_EXT_API uint64_t gufo_artifact_size(const gufo_artifact *artifact);
+
+/**
+ * Factories: the artifact's weights, mapped. Returns in `*out` a
+ * GUFO_GGUF_OPEN_MAP view of the file the artifact opened, which shares the
+ * metadata the artifact already parsed (nothing is read or parsed again: the
+ * probe's work is the factory's) and maps the very file that was parsed (the
+ * artifact keeps it open, so a path replaced meanwhile does not matter), so
+ * gufo_gguf_tensor_data() works on it. Every key/value and tensor info reads
+ * as on gufo_artifact_gguf().
+ *
+ * The caller owns the view: gufo_gguf_close() it when the model goes. It
+ * stays valid after the artifact is closed (the two share the metadata, which
+ * goes with the last of them), so a model may keep it for its whole life.
+ * Call it from create() with gufo_model_params.artifact, instead of opening
+ * gufo_model_params.path again.
+ *
+ * Errors: GUFO_E_INVALID_ARGUMENT for a NULL artifact (the detail says the
+ * host must hand create() the artifact its probe accepted) or `out`;
+ * GUFO_E_IO when the file cannot be mapped or its size changed since it was
+ * opened (detail: the path and both sizes); GUFO_E_NO_MEMORY.
+ * Thread-safe: any number of views may be mapped at once.
+ * @since 0.2.9
+ */
+GUFO_EXT_API gufo_status gufo_artifact_map_weights(const gufo_artifact *artifact, gufo_gguf **out, gufo_error *err);
 
 /**
  * Probes: the device facts the host attached, copied into `*out` (whose

@@ -81,8 +81,9 @@ GUFO_EXT_API gufo_status gufo_probe_decline(gufo_probe_result *result, const cha
  */
 typedef struct gufo_model_params {
     size_t struct_size;             /**< sizeof(gufo_model_params) as the host knows it */
-    const char *path;               /**< the artifact's path */
-    const gufo_artifact *artifact;  /**< the metadata view the probe accepted */
+    const char *path;               /**< the artifact's path, for messages (map weights from `artifact`) */
+    const gufo_artifact *artifact;  /**< the metadata view the probe accepted; its weights:
+                                         gufo_artifact_map_weights() (0.2.9). Hosts always set it */
     gufo_memory *memory;            /**< budgeted allocator: all large allocations go here */
     const gufo_options *options;    /**< values of the options this extension declared */
     const gufo_cancel *cancel;      /**< fired when the host abandons loading (may be NULL) */
