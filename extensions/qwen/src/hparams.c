@@ -252,28 +252,14 @@ bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *out, char *why, s
     return true;
 }
 
-/* FNV-1a 64 step over `len` bytes. */
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+bool qwen_hparams_inspect_shape(const gufo_gguf *gguf, void *hparams, qwen_model_shape *shape, char *why,
+                                size_t why_cap)
 {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
-uint64_t qwen_tensor_table_checksum(const gufo_gguf *gguf)
-{
-    uint64_t h = 1469598103934665603ull;
-    uint64_t n = gufo_gguf_tensor_count(gguf);
-    for (uint64_t i = 0; i < n; i++) {
-        gufo_tensor_info info;
-        if (gufo_gguf_tensor_at(gguf, i, &info) != GUFO_OK)
-            continue;
-        uint32_t type = (uint32_t)info.type;
-        h = fnv1a(h, info.name, strlen(info.name) + 1);
-        h = fnv1a(h, &type, sizeof type);
-        h = fnv1a(h, info.dims, sizeof info.dims);
-        h = fnv1a(h, &info.offset, sizeof info.offset);
-    }
-    return h;
+    qwen_hparams hp;
+    if (!qwen_hparams_inspect(gguf, &hp, why, why_cap))
+        return false;
+    *shape = (qwen_model_shape){.n_vocab = hp.n_vocab, .context_length = hp.context_length};
+    if (hparams)
+        *(qwen_hparams *)hparams = hp;
+    return true;
 }
