@@ -14,6 +14,7 @@ set(qwen_tokenizer_sources
 # -- chat template and tool calls
 set(qwen_chat_sources
     src/chat_template.c
+    src/chat_template_qwen35.c
     src/tool_calls.c
     src/pyjson.c
 )

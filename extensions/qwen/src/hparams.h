@@ -49,6 +49,13 @@ bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *hp, char *why, si
 bool qwen_hparams_inspect_shape(const gufo_gguf *gguf, void *hparams, qwen_model_shape *shape, char *why,
                                 size_t why_cap);
 
+/**
+ * The tokenizer part of the check, shared by every qwen architecture:
+ * tokenizer.ggml.model "gpt2", tokenizer.ggml.merges, and
+ * tokenizer.ggml.tokens with `n_vocab` entries (the embedding's rows).
+ */
+bool qwen_tokenizer_metadata_check(const gufo_gguf *gguf, uint32_t n_vocab, char *why, size_t why_cap);
+
 /** True for the tensor types the matrix products accept. */
 bool qwen_matrix_type_supported(gufo_tensor_type type);
 
