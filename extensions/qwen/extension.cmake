@@ -14,6 +14,7 @@ set(qwen_tokenizer_sources
 # -- chat template and tool calls
 set(qwen_chat_sources
     src/chat_template.c
+    src/chat_template_qwen35.c
     src/tool_calls.c
     src/pyjson.c
 )
@@ -21,6 +22,7 @@ set(qwen_chat_sources
 set(qwen_model_sources
     src/entry.c
     src/provider_cpu.c
+    src/model_base.c
     src/hparams.c
     src/weights.c
     src/kv_cache.c
@@ -116,6 +118,9 @@ gufo_extension_test(qwen_model_tests SOURCES tests/test_model.c LINK qwen_cpu cj
 # The probe's and the tokenizer loader's identity keys: compared with their length, typed.
 gufo_extension_test(qwen_probe_tests SOURCES tests/test_probe.c LINK qwen_cpu
     ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
+# The model base both providers build on: the cache identity names the provider.
+gufo_extension_test(qwen_model_base_tests SOURCES tests/test_model_base.c LINK qwen_cpu
+    ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen")
 # qwen-gpu against qwen-cpu on the golden models (skips without a GPU), and
 # the same kernels compiled for AMD so the HIP path cannot rot (CI has hipcc,
 # no AMD GPU: compile only).

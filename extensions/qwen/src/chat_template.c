@@ -1,16 +1,17 @@
 /* chat_template.c — the Qwen3 chat template (chat_template.h).
  *
  * The code follows the Jinja template statement by statement; the comments
- * quote the template where the correspondence is not obvious. Text is handled
- * as byte ranges: every marker the template searches for or strips is ASCII,
- * and UTF-8 never puts an ASCII byte inside a multi-byte character, so byte
- * operations give the same result as Python's operations on code points.
+ * quote the template where the correspondence is not obvious (byte ranges:
+ * chat_render.h). The checks and the parsing of the tools are shared with
+ * Qwen3.5's template (chat_template_qwen35.c), which this file hands the
+ * rendering to when asked for that dialect.
  */
 #include "chat_template.h"
 
 #include <stdbool.h>
 #include <string.h>
 
+#include "chat_render.h"
 #include "pyjson.h"
 
 #define TOOLS_HEAD                                                                                      \
@@ -21,100 +22,9 @@
     "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "          \
     "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
 
-/* A borrowed byte range. */
-typedef struct text_view {
-    const char *s;
-    size_t n;
-} text_view;
-
-static text_view view_of(const char *s)
-{
-    return (text_view){s ? s : "", s ? strlen(s) : 0};
-}
-
-static bool view_contains(text_view v, const char *needle, size_t *first, size_t *last)
-{
-    size_t m = strlen(needle);
-    bool found = false;
-    for (size_t i = 0; m <= v.n && i <= v.n - m; i++) {
-        if (memcmp(v.s + i, needle, m) == 0) {
-            if (!found && first)
-                *first = i;
-            if (last)
-                *last = i;
-            found = true;
-        }
-    }
-    return found;
-}
-
-static bool view_starts_with(text_view v, const char *prefix)
-{
-    size_t m = strlen(prefix);
-    return v.n >= m && memcmp(v.s, prefix, m) == 0;
-}
-
-static bool view_ends_with(text_view v, const char *suffix)
-{
-    size_t m = strlen(suffix);
-    return v.n >= m && memcmp(v.s + v.n - m, suffix, m) == 0;
-}
-
-static text_view lstrip_newlines(text_view v)
-{
-    while (v.n && v.s[0] == '\n')
-        v.s++, v.n--;
-    return v;
-}
-
-static text_view rstrip_newlines(text_view v)
-{
-    while (v.n && v.s[v.n - 1] == '\n')
-        v.n--;
-    return v;
-}
-
-/* ---- Output ----------------------------------------------------------------- */
-
-/* Appends while the status is GUFO_OK, so rendering reads as a list of puts
- * and the first failure is the one reported. */
-typedef struct chat_writer {
-    gufo_text_buffer *out;
-    gufo_status status;
-} chat_writer;
-
-static void put_view(chat_writer *w, text_view v)
-{
-    if (w->status == GUFO_OK && v.n)
-        w->status = gufo_text_buffer_append(w->out, v.s, v.n);
-}
-
-static void put(chat_writer *w, const char *s)
-{
-    put_view(w, view_of(s));
-}
-
-static gufo_status put_json_bytes(void *ctx, const char *bytes, size_t len)
-{
-    chat_writer *w = ctx;
-    put_view(w, (text_view){bytes, len});
-    return w->status;
-}
-
-static void put_json(chat_writer *w, const qwen_pyjson *value)
-{
-    if (w->status == GUFO_OK)
-        qwen_pyjson_write(value, QWEN_PYJSON_DUMPS, put_json_bytes, w);
-}
-
 /* ---- Checks ----------------------------------------------------------------- */
 
-static bool is_role(const gufo_chat_message *m, const char *role)
-{
-    return m->role && strcmp(m->role, role) == 0;
-}
-
-static gufo_status check_message(const gufo_chat *chat, size_t i, gufo_error *err)
+gufo_status qwen_chat_check_message(const gufo_chat *chat, size_t i, gufo_error *err)
 {
     const gufo_chat_message *m = &chat->messages[i];
     if (!is_role(m, "system") && !is_role(m, "user") && !is_role(m, "assistant") && !is_role(m, "tool"))
@@ -275,7 +185,7 @@ gufo_status qwen_chat_render_with(const gufo_chat *chat, const qwen_chat_options
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
                               "qwen chat template: the chat has no messages (the template reads messages[0])");
     for (size_t i = 0; i < chat->n_messages; i++) {
-        gufo_status st = check_message(chat, i, err);
+        gufo_status st = qwen_chat_check_message(chat, i, err);
         if (st != GUFO_OK)
             return st;
     }
@@ -294,6 +204,11 @@ gufo_status qwen_chat_render_with(const gufo_chat *chat, const qwen_chat_options
         }
     }
 
+    if (options->dialect == QWEN_CHAT_QWEN35) {
+        gufo_status st = qwen_chat_render_qwen35(chat, tools_json ? &tools : NULL, out, err);
+        qwen_pyjson_clear(&tools);
+        return st;
+    }
     chat_writer w = {out, GUFO_OK};
     put_header(&w, chat, tools_json ? &tools : NULL);
     qwen_pyjson_clear(&tools);
@@ -333,4 +248,13 @@ qwen_output_start qwen_chat_output_start(const gufo_chat *chat)
     if (!chat || !GUFO_EXT_HAS_FIELD(gufo_chat, chat, enable_thinking))
         return QWEN_OUTPUT_MAY_THINK;
     return chat->add_generation_prompt && !chat->enable_thinking ? QWEN_OUTPUT_CONTENT : QWEN_OUTPUT_MAY_THINK;
+}
+
+qwen_output_start qwen_chat_output_start_for(const gufo_chat *chat, qwen_chat_dialect dialect)
+{
+    if (dialect != QWEN_CHAT_QWEN35)
+        return qwen_chat_output_start(chat);
+    if (!chat || !GUFO_EXT_HAS_FIELD(gufo_chat, chat, enable_thinking) || !chat->add_generation_prompt)
+        return QWEN_OUTPUT_MAY_THINK;
+    return chat->enable_thinking ? QWEN_OUTPUT_IN_REASONING : QWEN_OUTPUT_CONTENT;
 }

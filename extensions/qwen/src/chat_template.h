@@ -54,9 +54,29 @@
 
 #include <gufo/ext/api.h>
 
+/**
+ * Which official template: Qwen3's (above) or Qwen3.5/3.8's (GGUF arch
+ * qwen35; chat_template_qwen35.c). Qwen3.5's differs in: the tools block
+ * comes before the system text and asks for XML calls; every message's
+ * content is trimmed (str.strip()); a system message other than the first, a
+ * chat without a real user query, and tool-call arguments that are not a
+ * JSON object are refused (the template raises); the think block is written
+ * for every assistant message after the last user query (empty reasoning
+ * too); tool calls are
+ *   <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>\n</tool_call>
+ * with VALUE as tojson for objects and arrays and Python's str() otherwise
+ * ("True", "None", 5, the string itself); and the generation prompt opens
+ * the think block ("<think>\n") unless enable_thinking is false.
+ */
+typedef enum qwen_chat_dialect {
+    QWEN_CHAT_QWEN3 = 0,
+    QWEN_CHAT_QWEN35
+} qwen_chat_dialect;
+
 /** Rendering choices beyond gufo_chat; zero-initialised means the defaults. */
 typedef struct qwen_chat_options {
-    bool arguments_verbatim; /**< write every tool-call arguments text as it is (no tojson) */
+    bool arguments_verbatim;   /**< Qwen3: write every tool-call arguments text as it is (no tojson) */
+    qwen_chat_dialect dialect; /**< which template (default Qwen3) */
 } qwen_chat_options;
 
 /** Renders `chat` with the Qwen3 template, appending to `out`. See the header comment. */
@@ -79,5 +99,12 @@ typedef enum qwen_output_start {
  * else QWEN_OUTPUT_MAY_THINK. (This template never leaves <think> open.)
  */
 qwen_output_start qwen_chat_output_start(const gufo_chat *chat);
+
+/**
+ * The same for `dialect`: Qwen3.5's generation prompt opens <think>, so its
+ * output starts in reasoning (QWEN_OUTPUT_IN_REASONING) unless
+ * enable_thinking is false (QWEN_OUTPUT_CONTENT).
+ */
+qwen_output_start qwen_chat_output_start_for(const gufo_chat *chat, qwen_chat_dialect dialect);
 
 #endif /* QWEN_CHAT_TEMPLATE_H */

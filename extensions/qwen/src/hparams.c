@@ -1,23 +1,11 @@
 /* hparams.c — the metadata check shared by the probe and the loader (hparams.h). */
 #include "hparams.h"
 
+#include "reason.h"
+
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Formats the reason and returns false, so checks read `return fail(...)`. */
-static bool fail(char *why, size_t cap, const char *fmt, ...) GUFO_EXT_PRINTF(3, 4);
-static bool fail(char *why, size_t cap, const char *fmt, ...)
-{
-    if (why && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, cap, fmt, ap);
-        va_end(ap);
-    }
-    return false;
-}
 
 bool qwen_matrix_type_supported(gufo_tensor_type type)
 {
@@ -51,11 +39,11 @@ static bool get_dim(const gufo_gguf *gguf, const char *key, uint32_t max, uint32
     gufo_error err = {0};
     gufo_status st = gufo_gguf_get_u32(gguf, key, out, &err);
     if (st == GUFO_E_NOT_FOUND)
-        return fail(why, cap, "missing key %s", key);
+        return qwen_fail(why, cap, "missing key %s", key);
     if (st != GUFO_OK)
-        return fail(why, cap, "key %s: %s", key, err.message[0] ? err.message : gufo_status_str(st));
+        return qwen_fail(why, cap, "key %s: %s", key, err.message[0] ? err.message : gufo_status_str(st));
     if (*out == 0 || *out > max)
-        return fail(why, cap, "key %s is %u, outside 1..%u", key, *out, max);
+        return qwen_fail(why, cap, "key %s is %u, outside 1..%u", key, *out, max);
     return true;
 }
 
@@ -74,11 +62,11 @@ static bool get_float(const gufo_gguf *gguf, const char *key, bool required, flo
     gufo_error err = {0};
     gufo_status st = gufo_gguf_get_f32(gguf, key, out, &err);
     if (st == GUFO_E_NOT_FOUND)
-        return required ? fail(why, cap, "missing key %s", key) : true;
+        return required ? qwen_fail(why, cap, "missing key %s", key) : true;
     if (st != GUFO_OK)
-        return fail(why, cap, "key %s: %s", key, err.message[0] ? err.message : gufo_status_str(st));
+        return qwen_fail(why, cap, "key %s: %s", key, err.message[0] ? err.message : gufo_status_str(st));
     if (!isfinite(*out) || *out <= 0.0f)
-        return fail(why, cap, "key %s is %g; it must be a positive number", key, (double)*out);
+        return qwen_fail(why, cap, "key %s is %g; it must be a positive number", key, (double)*out);
     return true;
 }
 
@@ -92,7 +80,7 @@ static bool check_tensor(const gufo_gguf *gguf, const char *name, uint64_t cols,
     if (present)
         *present = false;
     if (gufo_gguf_find_tensor(gguf, name, &info) != GUFO_OK)
-        return optional ? true : fail(why, cap, "missing tensor %s", name);
+        return optional ? true : qwen_fail(why, cap, "missing tensor %s", name);
     if (present)
         *present = true;
     uint32_t want_dims = rows ? 2 : 1;
@@ -104,19 +92,19 @@ static bool check_tensor(const gufo_gguf *gguf, const char *name, uint64_t cols,
             used += (size_t)snprintf(got + used, sizeof got - used, "%s%llu", d ? ", " : "",
                                      (unsigned long long)info.dims[d]);
         if (rows)
-            return fail(why, cap, "tensor %s has shape [%s], expected [%llu, %llu]", name, got,
-                        (unsigned long long)cols, (unsigned long long)rows);
-        return fail(why, cap, "tensor %s has shape [%s], expected [%llu]", name, got, (unsigned long long)cols);
+            return qwen_fail(why, cap, "tensor %s has shape [%s], expected [%llu, %llu]", name, got,
+                             (unsigned long long)cols, (unsigned long long)rows);
+        return qwen_fail(why, cap, "tensor %s has shape [%s], expected [%llu]", name, got, (unsigned long long)cols);
     }
     bool type_ok = rows ? qwen_matrix_type_supported(info.type) : vector_type_supported(info.type);
     if (!type_ok)
-        return fail(why, cap, "tensor %s has type %s, which qwen-cpu cannot run", name,
-                    gufo_tensor_type_name(info.type));
+        return qwen_fail(why, cap, "tensor %s has type %s, which qwen-cpu cannot run", name,
+                         gufo_tensor_type_name(info.type));
     if (gufo_tensor_row_size(info.type, cols) == 0) {
         uint32_t block = 0, bytes = 0;
         gufo_tensor_type_block(info.type, &block, &bytes);
-        return fail(why, cap, "tensor %s: rows of %llu elements are not whole %s blocks of %u", name,
-                    (unsigned long long)cols, gufo_tensor_type_name(info.type), block);
+        return qwen_fail(why, cap, "tensor %s: rows of %llu elements are not whole %s blocks of %u", name,
+                         (unsigned long long)cols, gufo_tensor_type_name(info.type), block);
     }
     return true;
 }
@@ -133,26 +121,26 @@ static bool check_string(const gufo_gguf *gguf, const char *key, const char *wan
     if (st == GUFO_OK)
         return true;
     if (st == GUFO_E_NOT_FOUND)
-        return fail(why, cap, "missing key %s", key);
+        return qwen_fail(why, cap, "missing key %s", key);
     /* `note` explains what is wanted instead; it belongs after a different value only. */
-    return fail(why, cap, "%s%s", err.message[0] ? err.message : gufo_status_str(st),
-                st == GUFO_E_UNSUPPORTED ? note : "");
+    return qwen_fail(why, cap, "%s%s", err.message[0] ? err.message : gufo_status_str(st),
+                     st == GUFO_E_UNSUPPORTED ? note : "");
 }
 
 /* An array of strings, by key; names the type found when it is something else. */
 static bool check_string_array(const gufo_gguf *gguf, const char *key, gufo_gguf_value *out, char *why, size_t cap)
 {
     if (gufo_gguf_find_kv(gguf, key, out) != GUFO_OK)
-        return fail(why, cap, "missing key %s", key);
+        return qwen_fail(why, cap, "missing key %s", key);
     if (out->type != GUFO_GGUF_ARRAY)
-        return fail(why, cap, "key %s has type %s; expected array of string", key, gufo_gguf_type_name(out->type));
+        return qwen_fail(why, cap, "key %s has type %s; expected array of string", key, gufo_gguf_type_name(out->type));
     if (out->array_type != GUFO_GGUF_STRING)
-        return fail(why, cap, "key %s has type array of %s; expected array of string", key,
-                    gufo_gguf_type_name(out->array_type));
+        return qwen_fail(why, cap, "key %s has type array of %s; expected array of string", key,
+                         gufo_gguf_type_name(out->array_type));
     return true;
 }
 
-static bool check_tokenizer(const gufo_gguf *gguf, uint32_t n_vocab, char *why, size_t cap)
+bool qwen_tokenizer_metadata_check(const gufo_gguf *gguf, uint32_t n_vocab, char *why, size_t cap)
 {
     if (!check_string(gguf, "tokenizer.ggml.model", "gpt2", " (byte-level BPE)", why, cap))
         return false;
@@ -160,8 +148,8 @@ static bool check_tokenizer(const gufo_gguf *gguf, uint32_t n_vocab, char *why, 
     if (!check_string_array(gguf, "tokenizer.ggml.tokens", &tokens, why, cap))
         return false;
     if (tokens.count != n_vocab)
-        return fail(why, cap, "tokenizer.ggml.tokens has %llu entries but token_embd.weight has %u rows",
-                    (unsigned long long)tokens.count, n_vocab);
+        return qwen_fail(why, cap, "tokenizer.ggml.tokens has %llu entries but token_embd.weight has %u rows",
+                         (unsigned long long)tokens.count, n_vocab);
     gufo_gguf_value merges;
     return check_string_array(gguf, "tokenizer.ggml.merges", &merges, why, cap);
 }
@@ -169,7 +157,7 @@ static bool check_tokenizer(const gufo_gguf *gguf, uint32_t n_vocab, char *why, 
 bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *out, char *why, size_t cap)
 {
     if (!gguf)
-        return fail(why, cap, "no GGUF metadata");
+        return qwen_fail(why, cap, "no GGUF metadata");
     if (!check_string(gguf, "general.architecture", QWEN_ARCHITECTURE, "", why, cap))
         return false;
 
@@ -196,13 +184,13 @@ bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *out, char *why, s
         !get_float(gguf, "qwen3.attention.layer_norm_rms_epsilon", true, &hp.rms_eps, why, cap))
         return false;
     if (hp.n_head % hp.n_head_kv != 0)
-        return fail(why, cap, "qwen3.attention.head_count %u is not a multiple of qwen3.attention.head_count_kv %u",
-                    hp.n_head, hp.n_head_kv);
+        return qwen_fail(why, cap, "qwen3.attention.head_count %u is not a multiple of qwen3.attention.head_count_kv %u",
+                         hp.n_head, hp.n_head_kv);
     if (hp.head_dim_k == 0 || hp.head_dim_k % 2 != 0 || hp.head_dim_k > QWEN_MAX_HEAD_DIM)
-        return fail(why, cap, "qwen3.attention.key_length %u must be even and at most %u (rotary halves)",
-                    hp.head_dim_k, QWEN_MAX_HEAD_DIM);
+        return qwen_fail(why, cap, "qwen3.attention.key_length %u must be even and at most %u (rotary halves)",
+                         hp.head_dim_k, QWEN_MAX_HEAD_DIM);
     if ((uint64_t)hp.n_head * hp.head_dim_k > QWEN_MAX_DIM || (uint64_t)hp.n_head * hp.head_dim_v > QWEN_MAX_DIM)
-        return fail(why, cap, "attention width %u heads x %u is too large", hp.n_head, hp.head_dim_k);
+        return qwen_fail(why, cap, "attention width %u heads x %u is too large", hp.n_head, hp.head_dim_k);
     /* Context extension (YaRN) changes the rotary angles; this code computes
      * plain RoPE only, so it declines rather than run the file wrongly. */
     gufo_gguf_value scaling;
@@ -212,9 +200,9 @@ bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *out, char *why, s
 
     gufo_gguf_tensor_info embd;
     if (gufo_gguf_find_tensor(gguf, "token_embd.weight", &embd) != GUFO_OK)
-        return fail(why, cap, "missing tensor token_embd.weight");
+        return qwen_fail(why, cap, "missing tensor token_embd.weight");
     if (embd.n_dims != 2 || embd.dims[1] == 0 || embd.dims[1] > QWEN_MAX_VOCAB)
-        return fail(why, cap, "tensor token_embd.weight must be 2-D with 1..%u rows", QWEN_MAX_VOCAB);
+        return qwen_fail(why, cap, "tensor token_embd.weight must be 2-D with 1..%u rows", QWEN_MAX_VOCAB);
     hp.n_vocab = (uint32_t)embd.dims[1];
 
     const uint64_t d = hp.n_embd, q = (uint64_t)hp.n_head * hp.head_dim_k;
@@ -245,35 +233,21 @@ bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *out, char *why, s
                 return false;
         }
     }
-    if (!check_tokenizer(gguf, hp.n_vocab, why, cap))
+    if (!qwen_tokenizer_metadata_check(gguf, hp.n_vocab, why, cap))
         return false;
     if (out)
         *out = hp;
     return true;
 }
 
-/* FNV-1a 64 step over `len` bytes. */
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+bool qwen_hparams_inspect_shape(const gufo_gguf *gguf, void *hparams, qwen_model_shape *shape, char *why,
+                                size_t why_cap)
 {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
-uint64_t qwen_tensor_table_checksum(const gufo_gguf *gguf)
-{
-    uint64_t h = 1469598103934665603ull;
-    uint64_t n = gufo_gguf_tensor_count(gguf);
-    for (uint64_t i = 0; i < n; i++) {
-        gufo_gguf_tensor_info info;
-        if (gufo_gguf_tensor_at(gguf, i, &info) != GUFO_OK)
-            continue;
-        uint32_t type = (uint32_t)info.type;
-        h = fnv1a(h, info.name, strlen(info.name) + 1);
-        h = fnv1a(h, &type, sizeof type);
-        h = fnv1a(h, info.dims, sizeof info.dims);
-        h = fnv1a(h, &info.offset, sizeof info.offset);
-    }
-    return h;
+    qwen_hparams hp;
+    if (!qwen_hparams_inspect(gguf, &hp, why, why_cap))
+        return false;
+    *shape = (qwen_model_shape){.n_vocab = hp.n_vocab, .context_length = hp.context_length};
+    if (hparams)
+        *(qwen_hparams *)hparams = hp;
+    return true;
 }

@@ -11,6 +11,8 @@
 
 #include <gufo/ext/api.h>
 
+#include "model_base.h"
+
 #define QWEN_ARCHITECTURE "qwen3"
 
 /* Generous bounds that keep every size product far from overflow while
@@ -43,11 +45,18 @@ typedef struct qwen_hparams {
  */
 bool qwen_hparams_inspect(const gufo_gguf *gguf, qwen_hparams *hp, char *why, size_t why_cap);
 
+/** qwen_hparams_inspect as a qwen_model_kind's `inspect` (hparams: a qwen_hparams or NULL). */
+bool qwen_hparams_inspect_shape(const gufo_gguf *gguf, void *hparams, qwen_model_shape *shape, char *why,
+                                size_t why_cap);
+
+/**
+ * The tokenizer part of the check, shared by every qwen architecture:
+ * tokenizer.ggml.model "gpt2", tokenizer.ggml.merges, and
+ * tokenizer.ggml.tokens with `n_vocab` entries (the embedding's rows).
+ */
+bool qwen_tokenizer_metadata_check(const gufo_gguf *gguf, uint32_t n_vocab, char *why, size_t why_cap);
+
 /** True for the tensor types the matrix products accept. */
 bool qwen_matrix_type_supported(gufo_tensor_type type);
-
-/** FNV-1a 64 over the tensor-info table (names, types, shapes, offsets): a
- * cheap identity of the weights' layout without reading them. */
-uint64_t qwen_tensor_table_checksum(const gufo_gguf *gguf);
 
 #endif /* QWEN_HPARAMS_H */

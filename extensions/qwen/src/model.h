@@ -15,9 +15,7 @@
 #include "forward_cpu.h"
 #include "hparams.h"
 #include "threadpool.h"
-#include "live_sessions.h"
-#include "text_iface.h"
-#include "tokenizer.h"
+#include "model_base.h"
 #include "weights.h"
 
 /* Scheduling limits this provider reports (get_info). */
@@ -29,25 +27,13 @@ typedef struct qwen_session qwen_session;
 typedef struct qwen_snapshot qwen_snapshot;
 
 typedef struct qwen_model {
-    qwen_text_model text;       /* first: the text-side slots read it (text_iface.h) */
-    gufo_memory *memory;        /* the host's budgeted pool (borrowed) */
-    gufo_gguf *gguf;            /* the mapped file the matrices live in */
+    qwen_model_base base;       /* first: file, limits, tokenizer, live sessions (model_base.h) */
     qwen_hparams hp;
     qwen_weights weights;
     qwen_pool *pool;
     qwen_engine engine;
-    uint32_t context_length;    /* what sessions may hold: the file's, or less if the host asked */
-    uint32_t max_batch;
-    uint32_t max_prefill_chunk;
-    uint32_t max_sessions;      /* 0 = limited by memory only */
-    uint64_t file_size;
-    uint32_t file_type;         /* general.file_type, or UINT32_MAX when absent */
-    uint64_t table_checksum;    /* qwen_tensor_table_checksum */
-    qwen_live_list sessions;    /* every live session, so destroy frees them */
-    qwen_live_list snapshots;   /* every live snapshot, likewise */
 } qwen_model;
-_Static_assert(offsetof(qwen_model, text) == 0,
-               "the text-side slots read a qwen_model as a qwen_text_model");
+_Static_assert(offsetof(qwen_model, base) == 0, "a qwen-cpu handle is a qwen_model_base");
 
 /* The API's handle types are opaque; ours are distinct structs, converted
  * only here so every cast in the extension is one of these. */

@@ -42,18 +42,17 @@ gufo_status qwen_session_create(gufo_model *handle, const gufo_session_params *p
     if (!model || !out)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen session_create: NULL model or output");
     uint32_t context = 0;
-    gufo_status st = qwen_session_admit("qwen", model->context_length, model->max_sessions, &model->sessions, params,
-                                        &context, err);
+    gufo_status st = qwen_session_admit(&model->base, params, &context, err);
     if (st != GUFO_OK)
         return st;
     void *memory = NULL;
-    st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, sizeof(qwen_session), 0, "kv-cache", &memory,
+    st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_HOST, sizeof(qwen_session), 0, "kv-cache", &memory,
                                        err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen session of %u tokens", context);
     qwen_session *session = memory;
     qwen_kv_init(&session->kv, &model->hp, context);
-    qwen_live_add(&model->sessions, &session->link);
+    qwen_live_add(&model->base.sessions, &session->link);
     *out = (gufo_text_session *)memory;
     return GUFO_OK;
 }
@@ -64,9 +63,9 @@ void qwen_session_destroy(gufo_model *handle, gufo_text_session *session_handle)
     qwen_session *session = session_of(session_handle);
     if (!model || !session)
         return;
-    qwen_live_remove(&model->sessions, &session->link);
-    qwen_kv_release(model->memory, &session->kv);
-    gufo_memory_free(model->memory, session);
+    qwen_live_remove(&model->base.sessions, &session->link);
+    qwen_kv_release(model->base.memory, &session->kv);
+    gufo_memory_free(model->base.memory, session);
 }
 
 uint32_t qwen_session_length(gufo_model *handle, const gufo_text_session *session)
@@ -79,7 +78,7 @@ uint32_t qwen_session_length(gufo_model *handle, const gufo_text_session *sessio
  * the next token (its sampler, or argmax). */
 static gufo_status produce(qwen_model *model, const float *logits, const gufo_step_output *output, gufo_error *err)
 {
-    return gufo_step_output_deliver(output, logits, (int32_t)model->hp.n_vocab, model->memory, err);
+    return gufo_step_output_deliver(output, logits, (int32_t)model->hp.n_vocab, model->base.memory, err);
 }
 
 static bool wants_output(const gufo_step_output *output)
@@ -104,7 +103,7 @@ gufo_status qwen_prefill(gufo_model *handle, gufo_text_session *session_handle, 
             return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
                                   "qwen prefill: token %zu is %d, outside the vocabulary 0..%u", i, (int)tokens[i],
                                   model->hp.n_vocab - 1);
-    gufo_status st = qwen_kv_reserve(model->memory, kv, kv->length + (uint32_t)n, "kv-cache", err);
+    gufo_status st = qwen_kv_reserve(model->base.memory, kv, kv->length + (uint32_t)n, "kv-cache", err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen prefill");
 
@@ -137,9 +136,9 @@ gufo_status qwen_decode(gufo_model *handle, const gufo_decode_batch *batch, gufo
     if (!model || !batch || !GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
         batch->n_items == 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen decode: empty batch");
-    if (batch->n_items > model->max_batch)
+    if (batch->n_items > model->base.max_batch)
         return gufo_error_set(err, GUFO_E_LIMIT, "qwen decode: %zu sessions in one step; at most %u", batch->n_items,
-                              model->max_batch);
+                              model->base.max_batch);
     const gufo_cancel *cancel = GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, cancel) ? batch->cancel : NULL;
     const size_t n = batch->n_items;
 
@@ -165,7 +164,7 @@ gufo_status qwen_decode(gufo_model *handle, const gufo_decode_batch *batch, gufo
      * still leaves every session's history as it was. */
     for (size_t i = 0; i < n; i++) {
         qwen_kv *kv = &session_of(batch->items[i].session)->kv;
-        gufo_status st = qwen_kv_reserve(model->memory, kv, kv->length + 1, "kv-cache", err);
+        gufo_status st = qwen_kv_reserve(model->base.memory, kv, kv->length + 1, "kv-cache", err);
         if (st != GUFO_OK)
             return gufo_error_prefix(err, st, "qwen decode item %zu", i);
     }
@@ -214,19 +213,19 @@ gufo_status qwen_snapshot_take(gufo_model *handle, const gufo_text_session *sess
     if (!model || !session || !out)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen snapshot: NULL model, session or output");
     void *memory = NULL;
-    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, sizeof(qwen_snapshot), 0, "snapshot", &memory,
-                                       err);
+    gufo_status st =
+        gufo_memory_alloc(model->base.memory, GUFO_MEMORY_HOST, sizeof(qwen_snapshot), 0, "snapshot", &memory, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen snapshot of %u tokens", session->kv.length);
     qwen_snapshot *snapshot = memory;
     qwen_kv_init(&snapshot->kv, &model->hp, session->kv.length);
-    if ((st = qwen_kv_reserve(model->memory, &snapshot->kv, session->kv.length, "snapshot", err)) != GUFO_OK) {
-        gufo_memory_free(model->memory, snapshot);
+    if ((st = qwen_kv_reserve(model->base.memory, &snapshot->kv, session->kv.length, "snapshot", err)) != GUFO_OK) {
+        gufo_memory_free(model->base.memory, snapshot);
         return gufo_error_prefix(err, st, "qwen snapshot");
     }
     if (session->kv.length)
         qwen_kv_copy_prefix(&snapshot->kv, &session->kv, session->kv.length);
-    qwen_live_add(&model->snapshots, &snapshot->link);
+    qwen_live_add(&model->base.snapshots, &snapshot->link);
     *out = (gufo_text_snapshot *)memory;
     return GUFO_OK;
 }
@@ -243,7 +242,7 @@ gufo_status qwen_restore(gufo_model *handle, gufo_text_session *session_handle, 
     if (length > session->kv.context)
         return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW, "qwen restore: the snapshot holds %u tokens, the session only %u",
                               length, session->kv.context);
-    gufo_status st = qwen_kv_reserve(model->memory, &session->kv, length, "kv-cache", err);
+    gufo_status st = qwen_kv_reserve(model->base.memory, &session->kv, length, "kv-cache", err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen restore");
     if (length)
@@ -258,9 +257,9 @@ void qwen_snapshot_destroy(gufo_model *handle, gufo_text_snapshot *snapshot_hand
     qwen_snapshot *snapshot = (qwen_snapshot *)(void *)snapshot_handle;
     if (!model || !snapshot)
         return;
-    qwen_live_remove(&model->snapshots, &snapshot->link);
-    qwen_kv_release(model->memory, &snapshot->kv);
-    gufo_memory_free(model->memory, snapshot);
+    qwen_live_remove(&model->base.snapshots, &snapshot->link);
+    qwen_kv_release(model->base.memory, &snapshot->kv);
+    gufo_memory_free(model->base.memory, snapshot);
 }
 
 uint32_t qwen_snapshot_length(gufo_model *handle, const gufo_text_snapshot *snapshot)
@@ -272,8 +271,8 @@ uint32_t qwen_snapshot_length(gufo_model *handle, const gufo_text_snapshot *snap
 void qwen_release_all(qwen_model *model)
 {
     gufo_model *handle = qwen_to_handle(model);
-    while (model->sessions.head)
-        qwen_session_destroy(handle, (gufo_text_session *)(void *)model->sessions.head);
-    while (model->snapshots.head)
-        qwen_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->snapshots.head);
+    while (model->base.sessions.head)
+        qwen_session_destroy(handle, (gufo_text_session *)(void *)model->base.sessions.head);
+    while (model->base.snapshots.head)
+        qwen_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->base.snapshots.head);
 }

@@ -12,6 +12,7 @@
 #include "tokenizer_presplit.h"
 #include "tokenizer_utf8.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,25 @@ static gufo_status require_string(const gufo_gguf *gguf, const char *key, const 
     if (st == GUFO_E_NOT_FOUND)
         return gufo_error_set(err, st, "%s is missing; the qwen tokenizer needs '%s'", key, want);
     return st; /* the detail names the key, what it holds and what is needed */
+}
+
+/* tokenizer.ggml.pre names the pre-tokenizer regex: "qwen2" (Qwen2 to Qwen3)
+ * or "qwen35" (Qwen3.5/3.8). Any other is refused, naming what it holds. */
+static gufo_status require_pre(const gufo_gguf *gguf, qwen_presplit_kind *kind, gufo_error *err)
+{
+    gufo_error ignored = {0};
+    if (gufo_gguf_expect_string(gguf, "tokenizer.ggml.pre", "qwen35", &ignored) == GUFO_OK) {
+        *kind = QWEN_PRESPLIT_QWEN35;
+        return GUFO_OK;
+    }
+    *kind = QWEN_PRESPLIT_QWEN2;
+    gufo_status st = require_string(gguf, "tokenizer.ggml.pre", "qwen2", err);
+    if (st == GUFO_E_NOT_FOUND || st == GUFO_E_UNSUPPORTED) {
+        char detail[sizeof err->message];
+        snprintf(detail, sizeof detail, "%s", err ? err->message : "");
+        return gufo_error_set(err, st, "%s or 'qwen35'", detail);
+    }
+    return st;
 }
 
 static gufo_status require_array(const gufo_gguf *gguf, const char *key, gufo_gguf_type element, const char *what,
@@ -295,8 +315,8 @@ gufo_status qwen_tokenizer_load(const gufo_gguf *gguf, qwen_tokenizer **out, guf
     gufo_status st = require_string(gguf, "tokenizer.ggml.model", "gpt2", err);
     if (st != GUFO_OK)
         return st;
-    st = require_string(gguf, "tokenizer.ggml.pre", "qwen2", err);
-    if (st != GUFO_OK)
+    qwen_presplit_kind presplit = QWEN_PRESPLIT_QWEN2;
+    if ((st = require_pre(gguf, &presplit, err)) != GUFO_OK)
         return st;
 
     qwen_tokenizer *t = calloc(1, sizeof *t);
@@ -327,7 +347,7 @@ gufo_status qwen_tokenizer_load(const gufo_gguf *gguf, qwen_tokenizer **out, guf
             t->eog[id] = 1;
     }
 
-    if ((st = qwen_presplit_create(&t->presplit, err)) != GUFO_OK)
+    if ((st = qwen_presplit_create(presplit, &t->presplit, err)) != GUFO_OK)
         return load_fail(t, st);
     *out = t;
     return GUFO_OK;

@@ -9,11 +9,22 @@
 /* Unicode White_Space (what \s means in the original pattern). */
 #define WS "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 
-static const char qwen_presplit_pattern[] =
+static const char qwen2_pattern[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
     "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
     "|\\p{N}"
     "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*"
+    "|[" WS "]*[\\r\\n]+"
+    "|[" WS "]+(?![^" WS "])"
+    "|[" WS "]+";
+
+/* Qwen3.5's: combining marks (\p{M}) join the letters before them instead of
+ * starting a punctuation piece. */
+static const char qwen35_pattern[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+"
+    "|\\p{N}"
+    "| ?[^" WS "\\p{L}\\p{M}\\p{N}]+[\\r\\n]*"
     "|[" WS "]*[\\r\\n]+"
     "|[" WS "]+(?![^" WS "])"
     "|[" WS "]+";
@@ -23,7 +34,7 @@ struct qwen_presplit {
     bool jit;
 };
 
-gufo_status qwen_presplit_create(qwen_presplit **out, gufo_error *err)
+gufo_status qwen_presplit_create(qwen_presplit_kind kind, qwen_presplit **out, gufo_error *err)
 {
     *out = NULL;
     qwen_presplit *p = calloc(1, sizeof *p);
@@ -31,7 +42,8 @@ gufo_status qwen_presplit_create(qwen_presplit **out, gufo_error *err)
         return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen tokenizer: out of memory for the pre-tokenizer");
     int code;
     PCRE2_SIZE at;
-    p->code = pcre2_compile((PCRE2_SPTR)qwen_presplit_pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code,
+    const char *pattern = kind == QWEN_PRESPLIT_QWEN35 ? qwen35_pattern : qwen2_pattern;
+    p->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code,
                             &at, NULL);
     if (!p->code) {
         PCRE2_UCHAR message[256];

@@ -1,8 +1,14 @@
 /* tokenizer_presplit.h — the Qwen pre-tokenizer: splits text into the pieces
- * BPE encodes one by one, with Qwen2/Qwen3's regex
+ * BPE encodes one by one, with Qwen2/Qwen3's regex (tokenizer.ggml.pre "qwen2")
  *
  *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
  *   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *
+ * or Qwen3.5/3.8's (pre "qwen35", llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35),
+ * where combining marks count with letters:
+ *
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}
+ *   | ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  *
  * matched with PCRE2 in UTF + UCP mode (JIT-compiled when available). As
  * Hugging Face's Split with behaviour "Isolated", every match is a piece and
@@ -19,8 +25,14 @@
 
 typedef struct qwen_presplit qwen_presplit;
 
-/** Compiles the regex. */
-gufo_status qwen_presplit_create(qwen_presplit **out, gufo_error *err);
+/** Which regex (tokenizer.ggml.pre). */
+typedef enum qwen_presplit_kind {
+    QWEN_PRESPLIT_QWEN2,  /**< "qwen2": Qwen2, Qwen2.5, Qwen3 */
+    QWEN_PRESPLIT_QWEN35  /**< "qwen35": Qwen3.5, Qwen3.8 */
+} qwen_presplit_kind;
+
+/** Compiles the regex of `kind`. */
+gufo_status qwen_presplit_create(qwen_presplit_kind kind, qwen_presplit **out, gufo_error *err);
 
 void qwen_presplit_free(qwen_presplit *p);
 

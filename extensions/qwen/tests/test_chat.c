@@ -184,7 +184,7 @@ static void test_reference(const char *dir)
         GUFO_CHECK_STREQ(json_string(result, "name"), name);
         built_chat b;
         GUFO_CHECK(build_chat(conv, &b));
-        qwen_chat_options options = {json_bool(conv, "arguments_verbatim", false)};
+        qwen_chat_options options = {.arguments_verbatim = json_bool(conv, "arguments_verbatim", false)};
         gufo_error err = {0};
         char *got = render(&b.chat, &options, &err);
         if (!got) {

@@ -32,7 +32,7 @@ gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint
     memset(s, 0, sizeof *s);
     s->max_rows = max_rows;
     s->max_out = max_out;
-    const uint32_t decode_parts = model->max_batch * QWEN_GPU_DECODE_SPLITS;
+    const uint32_t decode_parts = model->base.max_batch * QWEN_GPU_DECODE_SPLITS;
     s->max_row_splits = decode_parts > 4 * max_rows ? decode_parts : 4 * max_rows;
     const size_t R = max_rows, D = hp->n_embd, F = hp->n_ff, d = hp->head_dim_k;
     const size_t qw = (size_t)hp->n_head * d, kw = (size_t)hp->n_head_kv * d;
@@ -61,7 +61,7 @@ gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += aligned(sizes[i]);
-    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, total, ALIGN_BYTES, "scratch", &s->block,
+    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_DEVICE, total, ALIGN_BYTES, "scratch", &s->block,
                                        err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu scratch for %u rows", max_rows);
@@ -91,7 +91,7 @@ static uint64_t largest_layer_matrix(const qwen_gpu_model *model)
 gufo_status qwen_gpu_blas_init(qwen_gpu_model *model, gufo_error *err)
 {
     qwen_gpu_scratch *s = &model->scratch;
-    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, QWEN_GPU_BLAS_WORKSPACE, ALIGN_BYTES,
+    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_DEVICE, QWEN_GPU_BLAS_WORKSPACE, ALIGN_BYTES,
                                        "scratch", &s->blas_workspace, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu BLAS workspace");
@@ -100,7 +100,7 @@ gufo_status qwen_gpu_blas_init(qwen_gpu_model *model, gufo_error *err)
     if (!model->blas)
         return GUFO_OK; /* no BLAS in this build: nothing to decode into */
     void *dequantized = NULL;
-    st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, (size_t)largest_layer_matrix(model) * sizeof(float),
+    st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_DEVICE, (size_t)largest_layer_matrix(model) * sizeof(float),
                            ALIGN_BYTES, "scratch", &dequantized, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu prefill scratch");
@@ -110,7 +110,7 @@ gufo_status qwen_gpu_blas_init(qwen_gpu_model *model, gufo_error *err)
     uint64_t widest = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
     if ((uint64_t)hp->n_head * hp->head_dim_k > widest)
         widest = (uint64_t)hp->n_head * hp->head_dim_k;
-    st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, (size_t)(s->max_rows * widest * 2u), ALIGN_BYTES,
+    st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_DEVICE, (size_t)(s->max_rows * widest * 2u), ALIGN_BYTES,
                            "scratch", &s->activations16, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu prefill scratch");
@@ -121,10 +121,10 @@ void qwen_gpu_scratch_release(qwen_gpu_model *model)
 {
     qwen_gpu_blas_destroy(model->blas);
     model->blas = NULL;
-    gufo_memory_free(model->memory, model->scratch.dequantized);
-    gufo_memory_free(model->memory, model->scratch.activations16);
-    gufo_memory_free(model->memory, model->scratch.blas_workspace);
-    gufo_memory_free(model->memory, model->scratch.block);
+    gufo_memory_free(model->base.memory, model->scratch.dequantized);
+    gufo_memory_free(model->base.memory, model->scratch.activations16);
+    gufo_memory_free(model->base.memory, model->scratch.blas_workspace);
+    gufo_memory_free(model->base.memory, model->scratch.block);
     memset(&model->scratch, 0, sizeof model->scratch);
 }
 

@@ -17,9 +17,7 @@
 #include <gufo/ext/experimental/graph.h>
 
 #include "../hparams.h"
-#include "../live_sessions.h"
-#include "../text_iface.h"
-#include "../tokenizer.h"
+#include "../model_base.h"
 #include "gpu_kernels.h"
 
 #define QWEN_GPU_DEFAULT_MAX_BATCH 32u
@@ -73,9 +71,7 @@ typedef struct qwen_gpu_session qwen_gpu_session;
 typedef struct qwen_gpu_snapshot qwen_gpu_snapshot;
 
 typedef struct qwen_gpu_model {
-    qwen_text_model text;        /* first: the text-side slots read it (text_iface.h) */
-    gufo_memory *memory;
-    gufo_gguf *gguf;
+    qwen_model_base base;        /* first: file, limits, tokenizer, live sessions (model_base.h) */
     qwen_hparams hp;
     qwen_gpu_dims dims;
     qwen_gpu_weights weights;
@@ -87,20 +83,13 @@ typedef struct qwen_gpu_model {
     bool flash_prefill;          /* prefill attention on the tensor cores (bf16 prefill, a supported head) */
     gufo_x_graph_cache *graphs;  /* decode steps, keyed by batch size and sampling mode */
     bool use_graphs;
-    uint32_t context_length, max_batch, max_prefill_chunk, max_sessions;
-    uint64_t file_size;
-    uint32_t file_type;
-    uint64_t table_checksum;
     /* Host staging for a step (sized at load). */
     qwen_gpu_row *rows_host;
     qwen_gpu_sampling *sampling_host;
     int32_t *tokens_host;
     float *logits_host;          /* max_out x n_vocab, for host-side sampling */
-    qwen_live_list sessions;     /* every live session, so destroy frees them */
-    qwen_live_list snapshots;    /* every live snapshot, likewise */
 } qwen_gpu_model;
-_Static_assert(offsetof(qwen_gpu_model, text) == 0,
-               "the text-side slots read a qwen_gpu_model as a qwen_text_model");
+_Static_assert(offsetof(qwen_gpu_model, base) == 0, "a qwen-gpu handle is a qwen_model_base");
 
 static inline qwen_gpu_model *qwen_gpu_from_handle(gufo_model *handle)
 {

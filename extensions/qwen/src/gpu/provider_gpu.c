@@ -22,6 +22,15 @@
 
 static const char *const qwen_gpu_keys[] = GUFO_MANIFEST_QWEN_PROVIDER_QWEN_GPU_KEYS;
 
+static const qwen_model_kind qwen_gpu_kind = {
+    .provider_id = QWEN_GPU_PROVIDER_ID,
+    .architecture = QWEN_ARCHITECTURE,
+    .default_max_batch = QWEN_GPU_DEFAULT_MAX_BATCH,
+    .max_batch_limit = QWEN_GPU_MAX_BATCH_LIMIT,
+    .max_prefill_chunk = QWEN_GPU_MAX_PREFILL_CHUNK,
+    .inspect = qwen_hparams_inspect_shape,
+};
+
 /* ---- probe --------------------------------------------------------------- */
 
 /* Whether the device the host found can run these kernels, from the facts it
@@ -60,14 +69,11 @@ static gufo_status qwen_gpu_probe(void *userdata, const gufo_artifact *artifact,
     (void)userdata;
     if (!artifact || !result)
         return GUFO_E_INVALID_ARGUMENT;
-    if (strcmp(gufo_artifact_format(artifact), "gguf") != 0)
-        return gufo_probe_decline(result, "format is '%s', not gguf", gufo_artifact_format(artifact));
     char why[GUFO_PROBE_REASON_MAX];
     qwen_hparams hp;
-    const gufo_gguf *gguf = gufo_artifact_gguf(artifact);
-    if (!qwen_hparams_inspect(gguf, &hp, why, sizeof why))
+    if (!qwen_model_base_probe(&qwen_gpu_kind, artifact, &hp, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
-    if (!qwen_gpu_supports(gguf, &hp, why, sizeof why))
+    if (!qwen_gpu_supports(gufo_artifact_gguf(artifact), &hp, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
     /* The GPU as the host found it at start-up, attached to the artifact. */
     gufo_device_facts facts = {.struct_size = sizeof facts};
@@ -89,17 +95,11 @@ static void model_free(qwen_gpu_model *model)
     qwen_gpu_release_all(model);
     gufo_x_graph_cache_destroy(model->graphs);
     qwen_gpu_scratch_release(model);
-    qwen_gpu_weights_free(model->memory, &model->weights);
+    qwen_gpu_weights_free(model->base.memory, &model->weights);
     qwen_gpu_stream_destroy(model->stream);
-    gufo_memory_free(model->memory, model->rows_host);
-    qwen_tokenizer_free(model->text.tokenizer);
-    gufo_gguf_close(model->gguf);
-    gufo_memory_free(model->memory, model);
-}
-
-static uint32_t clamp_u32(uint32_t v, uint32_t lo, uint32_t hi)
-{
-    return v < lo ? lo : v > hi ? hi : v;
+    gufo_memory_free(model->base.memory, model->rows_host);
+    qwen_model_base_close(&model->base);
+    gufo_memory_free(model->base.memory, model);
 }
 
 /* One host block for the step's staging arrays. */
@@ -110,7 +110,7 @@ static gufo_status staging_init(qwen_gpu_model *model, gufo_error *err)
     const size_t tokens = (size_t)model->scratch.max_out * sizeof(int32_t);
     const size_t logits = (size_t)model->scratch.max_out * model->hp.n_vocab * sizeof(float);
     void *block = NULL;
-    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, rows + sampling + tokens + logits, 64,
+    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_HOST, rows + sampling + tokens + logits, 64,
                                        "scratch", &block, err);
     if (st != GUFO_OK)
         return st;
@@ -141,23 +141,18 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
                                    gufo_error *err)
 {
     (void)userdata;
-    if (!params || !out || !params->path || !params->memory)
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s: NULL parameters, path, memory or output",
-                              QWEN_GPU_PROVIDER_ID);
+    if (!out)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s: NULL output", QWEN_GPU_PROVIDER_ID);
     void *block = NULL;
-    gufo_status st = gufo_memory_alloc(params->memory, GUFO_MEMORY_HOST, sizeof(qwen_gpu_model), 0, "weights", &block,
-                                       err);
+    gufo_status st = qwen_model_base_alloc(&qwen_gpu_kind, params, sizeof(qwen_gpu_model), &block, err);
     if (st != GUFO_OK)
-        return gufo_error_prefix(err, st, "%s", QWEN_GPU_PROVIDER_ID);
+        return st;
     qwen_gpu_model *model = block;
-    memset(model, 0, sizeof *model);
-    model->memory = params->memory;
 
     char why[GUFO_PROBE_REASON_MAX];
-    if ((st = gufo_gguf_open(params->path, GUFO_GGUF_OPEN_MAP, &model->gguf, err)) != GUFO_OK)
+    if ((st = qwen_model_base_open(&model->base, params, &model->hp, err)) != GUFO_OK)
         goto fail;
-    if (!qwen_hparams_inspect(model->gguf, &model->hp, why, sizeof why) ||
-        !qwen_gpu_supports(model->gguf, &model->hp, why, sizeof why)) {
+    if (!qwen_gpu_supports(model->base.gguf, &model->hp, why, sizeof why)) {
         st = gufo_error_set(err, GUFO_E_FORMAT, "%s", why);
         goto fail;
     }
@@ -170,18 +165,6 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
                                   .n_vocab = hp->n_vocab,
                                   .n_layer = hp->n_layer,
                                   .rms_eps = hp->rms_eps};
-    model->context_length = hp->context_length;
-    if (GUFO_EXT_HAS_FIELD(gufo_model_params, params, context_length) && params->context_length &&
-        params->context_length < hp->context_length)
-        model->context_length = params->context_length;
-    uint32_t want_batch = GUFO_EXT_HAS_FIELD(gufo_model_params, params, max_batch) ? params->max_batch : 0;
-    model->max_batch = want_batch ? clamp_u32(want_batch, 1, QWEN_GPU_MAX_BATCH_LIMIT) : QWEN_GPU_DEFAULT_MAX_BATCH;
-    model->max_prefill_chunk = QWEN_GPU_MAX_PREFILL_CHUNK;
-    model->max_sessions = GUFO_EXT_HAS_FIELD(gufo_model_params, params, max_sessions) ? params->max_sessions : 0;
-    model->file_size = gufo_gguf_file_size(model->gguf);
-    if (gufo_gguf_get_u32(model->gguf, "general.file_type", &model->file_type, NULL) != GUFO_OK)
-        model->file_type = UINT32_MAX;
-    model->table_checksum = qwen_tensor_table_checksum(model->gguf);
     st = read_choice(params, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME,
                      GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_DEFAULT, "bf16", "fp32", &model->prefill_bf16, err);
     if (st != GUFO_OK)
@@ -209,17 +192,13 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
         st = qwen_gpu_failed(err, "loading the kernels");
         goto fail;
     }
-    if ((st = qwen_gpu_weights_load(model->gguf, hp, model->memory, &model->weights, err)) != GUFO_OK)
+    if ((st = qwen_gpu_weights_load(model->base.gguf, hp, model->base.memory, &model->weights, err)) != GUFO_OK)
         goto fail;
-    if ((st = qwen_tokenizer_load(model->gguf, &model->text.tokenizer, err)) != GUFO_OK)
+    if ((st = qwen_model_base_load_tokenizer(&model->base, err)) != GUFO_OK)
         goto fail;
-    if (qwen_tokenizer_n_vocab(model->text.tokenizer) != (int32_t)hp->n_vocab) {
-        st = gufo_error_set(err, GUFO_E_FORMAT, "the tokenizer has %d tokens but token_embd.weight has %u rows",
-                            (int)qwen_tokenizer_n_vocab(model->text.tokenizer), hp->n_vocab);
-        goto fail;
-    }
-    const uint32_t max_rows = model->max_batch > model->max_prefill_chunk ? model->max_batch : model->max_prefill_chunk;
-    if ((st = qwen_gpu_scratch_init(model, max_rows, model->max_batch, err)) != GUFO_OK)
+    const uint32_t max_batch = model->base.max_batch, max_prefill_chunk = model->base.max_prefill_chunk;
+    const uint32_t max_rows = max_batch > max_prefill_chunk ? max_batch : max_prefill_chunk;
+    if ((st = qwen_gpu_scratch_init(model, max_rows, max_batch, err)) != GUFO_OK)
         goto fail;
     if ((st = staging_init(model, err)) != GUFO_OK)
         goto fail;
@@ -233,7 +212,7 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
              "loaded %s on the GPU: %u layers, hidden %u, %u/%u heads of %u, ffn %u, vocab %u, context %u, "
              "%.1f MiB of weights, graphs %s, prefill products %s, prefill attention %s, decode products %s",
              params->path, hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim_k, hp->n_ff, hp->n_vocab,
-             model->context_length, (double)model->weights.device_bytes / (1024.0 * 1024.0),
+             model->base.context_length, (double)model->weights.device_bytes / (1024.0 * 1024.0),
              model->use_graphs ? "on" : "off", model->blas ? (model->prefill_bf16 ? "bf16" : "fp32") : "kernels",
              model->flash_prefill ? "flash (bf16 tensor cores)" : "fp32 kernel", model->decode_q8 ? "q8" : "fp32");
     *out = qwen_gpu_to_handle(model);
@@ -254,48 +233,30 @@ static void qwen_gpu_destroy(gufo_model *handle)
 static gufo_status qwen_gpu_get_info(gufo_model *handle, gufo_text_model_info *info, gufo_error *err)
 {
     const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
-    if (!model || !info || info->struct_size < sizeof info->struct_size)
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen get_info needs a model and an info struct "
-                              "whose struct_size is set");
-    gufo_text_model_info full = {
-        .struct_size = info->struct_size,
-        .n_vocab = (int32_t)model->hp.n_vocab,
-        .context_length = model->context_length,
-        .max_sessions = model->max_sessions,
-        .max_batch = model->max_batch,
-        .max_prefill_chunk = model->max_prefill_chunk,
+    if (!model)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen get_info: NULL model");
+    const qwen_session_costs costs = {
         .cache_caps = GUFO_CACHE_TRUNCATE | GUFO_CACHE_SNAPSHOT,
         .snapshot_granularity = 1,
         .snapshot_bytes = sizeof(void *) * 8,
         .session_bytes_per_token = qwen_gpu_kv_bytes_per_token(&model->hp),
         .samples_on_device = true, /* except with penalties (session_gpu.c) */
-        .bos_token = qwen_tokenizer_bos(model->text.tokenizer),
-        .eos_token = qwen_tokenizer_eos(model->text.tokenizer),
     };
-    size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;
-    memcpy(info, &full, n);
-    return GUFO_OK;
+    return qwen_model_base_info(&model->base, &costs, info, err);
 }
 
-/* GPU results differ from the CPU's in the order of float additions, so the
- * two providers' sessions are not interchangeable: the provider is part of
- * the identity. */
+/* The two prefill and the two decode numerics compute different logits, so
+ * they never share a cached session (model_base.h says what else the
+ * identity holds). */
 static gufo_status qwen_gpu_cache_identity(gufo_model *handle, gufo_text_buffer *out, gufo_error *err)
 {
     const qwen_gpu_model *model = qwen_gpu_from_handle(handle);
-    if (!model || !out)
-        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen cache_identity needs a model and a buffer");
-    char text[224];
-    int n = snprintf(text, sizeof text, "%s;size=%llu;file_type=%ld;tensors=%016llx;kv=f32;provider=%s",
-                     QWEN_ARCHITECTURE, (unsigned long long)model->file_size,
-                     model->file_type == UINT32_MAX ? -1L : (long)model->file_type,
-                     (unsigned long long)model->table_checksum, QWEN_GPU_PROVIDER_ID);
-    if (n < 0 || (size_t)n >= sizeof text)
-        return gufo_error_set(err, GUFO_E_INTERNAL, "qwen cache_identity: the identity outgrew its %zu bytes",
-                              sizeof text);
-    if (gufo_text_buffer_append(out, text, (size_t)n) != GUFO_OK)
-        return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen cache_identity: out of memory");
-    return GUFO_OK;
+    if (!model)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen cache_identity: NULL model");
+    char numerics[48];
+    snprintf(numerics, sizeof numerics, "prefill=%s;decode=%s", model->prefill_bf16 ? "bf16" : "fp32",
+             model->decode_q8 ? "q8" : "fp32");
+    return qwen_model_base_identity(&model->base, numerics, out, err);
 }
 
 /* ---- the interface table (the text side is text_iface.c's, shared with qwen-cpu) ---- */

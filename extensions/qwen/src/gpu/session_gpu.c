@@ -89,20 +89,20 @@ static gufo_status kv_reserve(qwen_gpu_model *model, qwen_gpu_kv *kv, uint32_t p
         capacity = kv->context;
     const size_t bytes = (size_t)capacity * qwen_gpu_kv_bytes_per_token(&model->hp);
     void *data = NULL;
-    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE, bytes, 256, tag, &data, err);
+    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_DEVICE, bytes, 256, tag, &data, err);
     if (st != GUFO_OK && capacity > positions) {
         /* Doubling did not fit: exactly what is needed might. */
         capacity = positions;
-        st = gufo_memory_alloc(model->memory, GUFO_MEMORY_DEVICE,
+        st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_DEVICE,
                                (size_t)capacity * qwen_gpu_kv_bytes_per_token(&model->hp), 256, tag, &data, err);
     }
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu cache of %u tokens", capacity);
     if (kv->length && kv_copy_prefix(model, data, capacity, kv->data, kv->capacity, kv->length)) {
-        gufo_memory_free(model->memory, data);
+        gufo_memory_free(model->base.memory, data);
         return qwen_gpu_failed(err, "growing a cache");
     }
-    gufo_memory_free(model->memory, kv->data);
+    gufo_memory_free(model->base.memory, kv->data);
     kv->data = data;
     kv->capacity = capacity;
     return GUFO_OK;
@@ -110,7 +110,7 @@ static gufo_status kv_reserve(qwen_gpu_model *model, qwen_gpu_kv *kv, uint32_t p
 
 static void kv_release(qwen_gpu_model *model, qwen_gpu_kv *kv)
 {
-    gufo_memory_free(model->memory, kv->data);
+    gufo_memory_free(model->base.memory, kv->data);
     kv->data = NULL;
     kv->capacity = kv->length = 0;
 }
@@ -122,19 +122,18 @@ gufo_status qwen_gpu_session_create(gufo_model *handle, const gufo_session_param
     if (!model || !out)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu session_create: NULL model or output");
     uint32_t context = 0;
-    gufo_status st = qwen_session_admit("qwen-gpu", model->context_length, model->max_sessions, &model->sessions,
-                                        params, &context, err);
+    gufo_status st = qwen_session_admit(&model->base, params, &context, err);
     if (st != GUFO_OK)
         return st;
     void *memory = NULL;
-    st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, sizeof(qwen_gpu_session), 0, "kv-cache",
+    st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_HOST, sizeof(qwen_gpu_session), 0, "kv-cache",
                                        &memory, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu session of %u tokens", context);
     qwen_gpu_session *session = memory;
     memset(session, 0, sizeof *session);
     session->kv.context = context;
-    qwen_live_add(&model->sessions, &session->link);
+    qwen_live_add(&model->base.sessions, &session->link);
     *out = (gufo_text_session *)memory;
     return GUFO_OK;
 }
@@ -145,9 +144,9 @@ void qwen_gpu_session_destroy(gufo_model *handle, gufo_text_session *session_han
     qwen_gpu_session *session = session_of(session_handle);
     if (!model || !session)
         return;
-    qwen_live_remove(&model->sessions, &session->link);
+    qwen_live_remove(&model->base.sessions, &session->link);
     kv_release(model, &session->kv);
-    gufo_memory_free(model->memory, session);
+    gufo_memory_free(model->base.memory, session);
 }
 
 uint32_t qwen_gpu_session_length(gufo_model *handle, const gufo_text_session *session)
@@ -210,7 +209,7 @@ static gufo_status deliver(qwen_gpu_model *model, uint32_t i, const gufo_step_ou
         if (qwen_gpu_to_host(host, device_logits, (size_t)V * sizeof(float), model->stream) ||
             qwen_gpu_sync(model->stream))
             return qwen_gpu_failed(err, "copying logits to the host");
-        return gufo_step_output_deliver(output, host, (int32_t)V, model->memory, err);
+        return gufo_step_output_deliver(output, host, (int32_t)V, model->base.memory, err);
     }
     if (output->out_logits) {
         int bad = output->logits_kind == GUFO_MEMORY_DEVICE
@@ -287,9 +286,9 @@ gufo_status qwen_gpu_decode(gufo_model *handle, const gufo_decode_batch *batch, 
     if (!model || !batch || !GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
         batch->n_items == 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu decode: empty batch");
-    if (batch->n_items > model->max_batch)
+    if (batch->n_items > model->base.max_batch)
         return gufo_error_set(err, GUFO_E_LIMIT, "qwen-gpu decode: %zu sessions in one step; at most %u",
-                              batch->n_items, model->max_batch);
+                              batch->n_items, model->base.max_batch);
     const gufo_cancel *cancel = GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, cancel) ? batch->cancel : NULL;
     const uint32_t n = (uint32_t)batch->n_items;
     for (uint32_t i = 0; i < n; i++) {
@@ -363,7 +362,7 @@ gufo_status qwen_gpu_snapshot_take(gufo_model *handle, const gufo_text_session *
     if (!model || !session || !out)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen-gpu snapshot: NULL model, session or output");
     void *memory = NULL;
-    gufo_status st = gufo_memory_alloc(model->memory, GUFO_MEMORY_HOST, sizeof(qwen_gpu_snapshot), 0, "snapshot",
+    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_HOST, sizeof(qwen_gpu_snapshot), 0, "snapshot",
                                        &memory, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu snapshot of %u tokens", session->kv.length);
@@ -372,18 +371,18 @@ gufo_status qwen_gpu_snapshot_take(gufo_model *handle, const gufo_text_session *
     snapshot->kv.context = session->kv.length;
     if (session->kv.length) {
         if ((st = kv_reserve(model, &snapshot->kv, session->kv.length, "snapshot", err)) != GUFO_OK) {
-            gufo_memory_free(model->memory, snapshot);
+            gufo_memory_free(model->base.memory, snapshot);
             return gufo_error_prefix(err, st, "qwen-gpu snapshot");
         }
         if (kv_copy_prefix(model, snapshot->kv.data, snapshot->kv.capacity, session->kv.data, session->kv.capacity,
                            session->kv.length)) {
             kv_release(model, &snapshot->kv);
-            gufo_memory_free(model->memory, snapshot);
+            gufo_memory_free(model->base.memory, snapshot);
             return qwen_gpu_failed(err, "copying a snapshot");
         }
     }
     snapshot->kv.length = session->kv.length;
-    qwen_live_add(&model->snapshots, &snapshot->link);
+    qwen_live_add(&model->base.snapshots, &snapshot->link);
     *out = (gufo_text_snapshot *)memory;
     return GUFO_OK;
 }
@@ -421,9 +420,9 @@ void qwen_gpu_snapshot_destroy(gufo_model *handle, gufo_text_snapshot *snapshot_
     qwen_gpu_snapshot *snapshot = (qwen_gpu_snapshot *)(void *)snapshot_handle;
     if (!model || !snapshot)
         return;
-    qwen_live_remove(&model->snapshots, &snapshot->link);
+    qwen_live_remove(&model->base.snapshots, &snapshot->link);
     kv_release(model, &snapshot->kv);
-    gufo_memory_free(model->memory, snapshot);
+    gufo_memory_free(model->base.memory, snapshot);
 }
 
 uint32_t qwen_gpu_snapshot_length(gufo_model *handle, const gufo_text_snapshot *snapshot)
@@ -435,8 +434,8 @@ uint32_t qwen_gpu_snapshot_length(gufo_model *handle, const gufo_text_snapshot *
 void qwen_gpu_release_all(qwen_gpu_model *model)
 {
     gufo_model *handle = qwen_gpu_to_handle(model);
-    while (model->sessions.head)
-        qwen_gpu_session_destroy(handle, (gufo_text_session *)(void *)model->sessions.head);
-    while (model->snapshots.head)
-        qwen_gpu_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->snapshots.head);
+    while (model->base.sessions.head)
+        qwen_gpu_session_destroy(handle, (gufo_text_session *)(void *)model->base.sessions.head);
+    while (model->base.snapshots.head)
+        qwen_gpu_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->base.snapshots.head);
 }

@@ -69,6 +69,7 @@ gufo_status qwen35_engine_init(qwen35_engine *e, const qwen35_hparams *hp, const
     if (!e->block)
         return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen35: no memory for the scratch of %u rows (%llu MiB)",
                               max_rows, (unsigned long long)(total * sizeof(float) >> 20));
+    e->block_bytes = (size_t)total * sizeof(float);
     float *cursor = e->block;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *slots[i] = cursor;

@@ -56,6 +56,7 @@ struct qwen35_engine {
     float *attention_scratch, *delta_work, *matmul_scratch;
     size_t attention_scratch_floats, delta_work_floats, matmul_scratch_bytes;
     void *block;
+    size_t block_bytes;               /* the one allocation behind the scratch (what a budget charges) */
 };
 
 /**

@@ -15,9 +15,16 @@ set(qwen35_core_sources
     src/qwen35/forward.c
     src/qwen35/verify.c
 )
+# The qwen35-cpu provider on the core; its text side (tokenizer, chat) and
+# model base are qwen_cpu's.
+set(qwen35_provider_sources
+    src/qwen35/provider.c
+    src/qwen35/session.c
+)
 
 set(qwen35_missing "")
-foreach(qwen35_target qwen_qwen35_cpu qwen_qwen35_random_model qwen_qwen35_math_tests qwen_qwen35_model_tests)
+foreach(qwen35_target qwen_qwen35_cpu qwen_qwen35_random_model qwen_qwen35_math_tests qwen_qwen35_model_tests
+                      qwen_qwen35_provider_tests)
     if(NOT GUFO_EXT_TARGET_${qwen35_target}_EXTENSION STREQUAL "qwen")
         list(APPEND qwen35_missing ${qwen35_target})
     endif()
@@ -28,7 +35,8 @@ if(qwen35_missing)
     message(STATUS "qwen: the qwen35 part is not built: extension.json does not declare ${qwen35_missing} "
                    "(qwen_qwen35_cpu: library; qwen_qwen35_random_model: executable; qwen_qwen35_*_tests: test, requires testing)")
 else()
-    gufo_extension_library(qwen_qwen35_cpu SOURCES ${qwen35_core_sources} LINK Threads::Threads m)
+    gufo_extension_library(qwen_qwen35_cpu SOURCES ${qwen35_core_sources} ${qwen35_provider_sources}
+        LINK qwen_cpu Threads::Threads m)
     gufo_extension_executable(qwen_qwen35_random_model SOURCES tools/qwen35_random_model.c LINK m)
 
     set(qwen35_models "${GUFO_EXTENSION_BINARY_DIR}/qwen35")
@@ -41,6 +49,12 @@ else()
     gufo_extension_test(qwen_qwen35_model_tests SOURCES tests/qwen35/test_model.c LINK qwen_qwen35_cpu cjson m
         ARGS "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}"
              "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen35")
+    # The qwen35-cpu provider end to end on the random model with its vocabulary: loaded
+    # through the probe like `gufo prompt`, greedy output == the core's own decode loop,
+    # batched == solo, a two-turn conversation the way the host's caches run it,
+    # truncate/snapshot limits; the Qwen3.5 pre-tokenizer regex and chat template.
+    gufo_extension_test(qwen_qwen35_provider_tests SOURCES tests/qwen35/test_provider.c LINK qwen_qwen35_cpu qwen_cpu m
+        ARGS "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}")
     # make_golden.py's GGUF -> transformers mapping, offline (no torch): names, shapes and
     # the converter's transforms round-tripping the tiny file's values.
     add_test(NAME qwen.qwen35_make_golden_selftest

@@ -1,0 +1,91 @@
+/* qwen35/model.h — a Qwen3.5/3.8 model loaded by the qwen35-cpu provider:
+ * what its provider (provider.c) and its sessions (session.c) share.
+ *
+ * The model base (../model_base.h) holds the file, the limits, the
+ * tokenizer and the live lists; this struct adds the core's parts: the
+ * hyper-parameters, the weights bound in the mapping, the thread pool and
+ * the engine (scratch for one step). Only the scheduler thread touches the
+ * engine and the sessions; the text-side slots read the immutable parts.
+ *
+ * Memory: the core allocates its buffers itself (state.c, forward.c,
+ * weights.c); the provider charges their sizes to the host's budget under
+ * the tags the host reports ("weights": the mapped file; "scratch": the
+ * engine; "kv-cache": a session's state; "snapshot": a snapshot), so the
+ * budget refuses what would not fit and the host's accounting is honest.
+ */
+#ifndef QWEN35_MODEL_H
+#define QWEN35_MODEL_H
+
+#include <stddef.h>
+
+#include "../model_base.h"
+#include "forward.h"
+
+/* Scheduling limits this provider reports (get_info). A decode row's logits
+ * are n_vocab floats (1 MiB at 248320), so the batch also sizes the logits. */
+#define QWEN35_DEFAULT_MAX_BATCH 16u
+#define QWEN35_MAX_BATCH_LIMIT 128u
+#define QWEN35_MAX_PREFILL_CHUNK 512u
+
+typedef struct qwen35_model {
+    qwen_model_base base;     /* first: file, limits, tokenizer, live sessions (../model_base.h) */
+    qwen35_hparams hp;
+    qwen35_weights weights;
+    gufo_x_pool *pool;
+    qwen35_engine engine;
+    uint64_t charged_weights; /* bytes charged under "weights" (the mapping) */
+    uint64_t charged_scratch; /* bytes charged under "scratch" (the engine) */
+} qwen35_model;
+_Static_assert(offsetof(qwen35_model, base) == 0, "a qwen35-cpu handle is a qwen_model_base");
+
+static inline qwen35_model *qwen35_from_handle(gufo_model *handle)
+{
+    return (qwen35_model *)(void *)handle;
+}
+
+static inline gufo_model *qwen35_to_handle(qwen35_model *model)
+{
+    return (gufo_model *)(void *)model;
+}
+
+/* ---- session.c: the scheduler-thread slots ---- */
+
+/**
+ * Sessions hold a qwen35_state (state.h) for their whole context. Prefill and
+ * decode advance it; the Gated DeltaNet state cannot rewind, so:
+ *   - truncate succeeds only where the state can be rebuilt exactly: to the
+ *     current length (nothing to do), to 0 (a fresh state), or to the length
+ *     of a live snapshot of this session (restored); otherwise
+ *     GUFO_E_UNSUPPORTED naming the lengths, the session unchanged;
+ *   - a snapshot copies the recurrent state (not the attention keys and
+ *     values, which stay in the session's caches) and restores only into the
+ *     session it was taken from (GUFO_E_UNSUPPORTED elsewhere). A snapshot
+ *     whose positions the session has since overwritten (it was restored or
+ *     truncated below them and went on) is stale: restoring it is
+ *     GUFO_E_STATE, never wrong output.
+ */
+gufo_status qwen35_session_create(gufo_model *model, const gufo_session_params *params, gufo_text_session **out,
+                                  gufo_error *err);
+void qwen35_session_destroy(gufo_model *model, gufo_text_session *session);
+uint32_t qwen35_session_length(gufo_model *model, const gufo_text_session *session);
+gufo_status qwen35_prefill(gufo_model *model, gufo_text_session *session, const gufo_token *tokens, size_t n,
+                           const gufo_step_output *output, const gufo_cancel *cancel, gufo_error *err);
+gufo_status qwen35_decode(gufo_model *model, const gufo_decode_batch *batch, gufo_error *err);
+gufo_status qwen35_truncate(gufo_model *model, gufo_text_session *session, uint32_t length, gufo_error *err);
+gufo_status qwen35_snapshot_create(gufo_model *model, const gufo_text_session *session, gufo_text_snapshot **out,
+                                   gufo_error *err);
+gufo_status qwen35_restore(gufo_model *model, gufo_text_session *session, const gufo_text_snapshot *snapshot,
+                           gufo_error *err);
+void qwen35_snapshot_destroy(gufo_model *model, gufo_text_snapshot *snapshot);
+uint32_t qwen35_snapshot_length(gufo_model *model, const gufo_text_snapshot *snapshot);
+
+/** Frees every live session and snapshot (model destroy). */
+void qwen35_release_all(qwen35_model *model);
+
+/** Attention keys and values per token of a session (get_info's session_bytes_per_token). */
+uint64_t qwen35_session_bytes_per_token(const qwen35_hparams *hp);
+
+/** Bytes of one snapshot (the recurrent state of every Gated DeltaNet block). */
+uint64_t qwen35_snapshot_size(const qwen35_hparams *hp);
+
+#endif /* QWEN35_MODEL_H */

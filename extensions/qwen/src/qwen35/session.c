@@ -1,0 +1,369 @@
+/* qwen35/session.c — qwen35-cpu's sessions, steps, truncate and snapshots (model.h). */
+#include "model.h"
+
+#include <string.h>
+
+struct qwen35_session {
+    qwen_live_link link;  /* first: in the model's list of live sessions */
+    qwen35_state state;   /* state.n_past is the session's length, state.capacity its context */
+    uint64_t charged;     /* bytes of the state charged under "kv-cache" */
+};
+typedef struct qwen35_session qwen35_session;
+_Static_assert(offsetof(qwen35_session, link) == 0, "a live list's head is its qwen35_session");
+
+/* A snapshot of the recurrent state; the attention caches it relies on are
+ * its source session's, so it restores there only and only while the
+ * session has not overwritten its positions (`stale`). */
+typedef struct qwen35_session_snapshot {
+    qwen_live_link link;            /* first: in the model's list of live snapshots */
+    const qwen35_session *source;   /* NULL once the source session is destroyed */
+    bool stale;                     /* the source has since rewritten positions below its length */
+    qwen35_snapshot core;
+    uint64_t charged;               /* bytes charged under "snapshot" */
+} qwen35_session_snapshot;
+_Static_assert(offsetof(qwen35_session_snapshot, link) == 0, "a live list's head is its snapshot");
+
+static qwen35_session *session_of(gufo_text_session *handle)
+{
+    return (qwen35_session *)(void *)handle;
+}
+
+static const qwen35_session *const_session_of(const gufo_text_session *handle)
+{
+    return (const qwen35_session *)(const void *)handle;
+}
+
+static qwen35_session_snapshot *snapshot_of(gufo_text_snapshot *handle)
+{
+    return (qwen35_session_snapshot *)(void *)handle;
+}
+
+static const qwen35_session_snapshot *const_snapshot_of(const gufo_text_snapshot *handle)
+{
+    return (const qwen35_session_snapshot *)(const void *)handle;
+}
+
+static const char *who(const qwen35_model *model)
+{
+    return model->base.kind->provider_id;
+}
+
+static uint64_t state_bytes(const qwen35_state *st)
+{
+    return ((uint64_t)st->n_kv_slots * st->kv_slot_floats +
+            (uint64_t)st->n_gdn * (st->conv_floats + st->delta_floats)) * sizeof(float);
+}
+
+uint64_t qwen35_session_bytes_per_token(const qwen35_hparams *hp)
+{
+    return (uint64_t)qwen35_attention_layers(hp) * 2u * hp->n_head_kv * hp->head_dim * sizeof(float);
+}
+
+uint64_t qwen35_snapshot_size(const qwen35_hparams *hp)
+{
+    const uint64_t gdn = hp->n_layer - qwen35_attention_layers(hp);
+    const uint64_t conv = (uint64_t)(hp->conv_kernel - 1) * qwen35_gdn_conv_dim(hp);
+    const uint64_t delta = (uint64_t)hp->gdn_v_heads * hp->gdn_head_dim * hp->gdn_head_dim;
+    return gdn * (conv + delta) * sizeof(float);
+}
+
+/* Every snapshot of `session` longer than `length` stops describing it: the
+ * session is about to write its positions from `length` on again. */
+static void invalidate_beyond(qwen35_model *model, const qwen35_session *session, uint32_t length)
+{
+    for (qwen_live_link *l = model->base.snapshots.head; l; l = l->next) {
+        qwen35_session_snapshot *snap = (qwen35_session_snapshot *)(void *)l;
+        if (snap->source == session && snap->core.n_past > length)
+            snap->stale = true;
+    }
+}
+
+/* ---- sessions ----------------------------------------------------------------- */
+
+gufo_status qwen35_session_create(gufo_model *handle, const gufo_session_params *params, gufo_text_session **out,
+                                  gufo_error *err)
+{
+    qwen35_model *model = qwen35_from_handle(handle);
+    if (!model || !out)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 session_create: NULL model or output");
+    *out = NULL;
+    uint32_t context = 0;
+    gufo_status st = qwen_session_admit(&model->base, params, &context, err);
+    if (st != GUFO_OK)
+        return st;
+    void *block = NULL;
+    st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_HOST, sizeof(qwen35_session), 0, "kv-cache", &block, err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "%s session of %u tokens", who(model), context);
+    qwen35_session *session = block;
+    memset(session, 0, sizeof *session);
+    if ((st = qwen35_state_create(&model->hp, false, context, &session->state, err)) != GUFO_OK) {
+        gufo_memory_free(model->base.memory, session);
+        return gufo_error_prefix(err, st, "%s session of %u tokens", who(model), context);
+    }
+    const uint64_t bytes = state_bytes(&session->state);
+    if ((st = gufo_memory_charge(model->base.memory, GUFO_MEMORY_HOST, bytes, "kv-cache", err)) != GUFO_OK) {
+        qwen35_state_free(&session->state);
+        gufo_memory_free(model->base.memory, session);
+        return gufo_error_prefix(err, st, "%s session of %u tokens (%llu bytes of state)", who(model), context,
+                                 (unsigned long long)bytes);
+    }
+    session->charged = bytes;
+    qwen_live_add(&model->base.sessions, &session->link);
+    *out = (gufo_text_session *)block;
+    return GUFO_OK;
+}
+
+void qwen35_session_destroy(gufo_model *handle, gufo_text_session *session_handle)
+{
+    qwen35_model *model = qwen35_from_handle(handle);
+    qwen35_session *session = session_of(session_handle);
+    if (!model || !session)
+        return;
+    /* Its snapshots outlive it but can no longer be restored anywhere. */
+    for (qwen_live_link *l = model->base.snapshots.head; l; l = l->next) {
+        qwen35_session_snapshot *snap = (qwen35_session_snapshot *)(void *)l;
+        if (snap->source == session)
+            snap->source = NULL;
+    }
+    qwen_live_remove(&model->base.sessions, &session->link);
+    gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, session->charged, "kv-cache");
+    qwen35_state_free(&session->state);
+    gufo_memory_free(model->base.memory, session);
+}
+
+uint32_t qwen35_session_length(gufo_model *handle, const gufo_text_session *session)
+{
+    (void)handle;
+    return session ? const_session_of(session)->state.n_past : 0;
+}
+
+/* ---- steps -------------------------------------------------------------------- */
+
+static bool wants_output(const gufo_step_output *output)
+{
+    return output && (output->out_token || output->out_logits);
+}
+
+static bool valid_token(const qwen35_model *model, gufo_token token)
+{
+    return token >= 0 && (uint32_t)token < model->hp.n_vocab;
+}
+
+gufo_status qwen35_prefill(gufo_model *handle, gufo_text_session *session_handle, const gufo_token *tokens, size_t n,
+                           const gufo_step_output *output, const gufo_cancel *cancel, gufo_error *err)
+{
+    qwen35_model *model = qwen35_from_handle(handle);
+    qwen35_session *session = session_of(session_handle);
+    if (!model || !session || !tokens || n == 0)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 prefill: no session or no tokens");
+    qwen35_state *st = &session->state;
+    if (n > st->capacity - st->n_past)
+        return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW,
+                              "%s prefill: the session holds %u of %u tokens; %zu more do not fit", who(model),
+                              st->n_past, st->capacity, n);
+    for (size_t i = 0; i < n; i++)
+        if (!valid_token(model, tokens[i]))
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                                  "%s prefill: token %zu is %d, outside the vocabulary 0..%u", who(model), i,
+                                  (int)tokens[i], model->hp.n_vocab - 1);
+    /* The recurrent state changes as each slice runs and cannot be put back,
+     * so cancellation is honoured before the first slice only; the host
+     * sends at most max_prefill_chunk tokens, which is one slice. */
+    gufo_status status = gufo_cancel_check(cancel, err);
+    if (status != GUFO_OK)
+        return status;
+    invalidate_beyond(model, session, st->n_past);
+    const uint32_t slice_max = model->engine.max_rows;
+    for (size_t done = 0; done < n;) {
+        const uint32_t slice = n - done < slice_max ? (uint32_t)(n - done) : slice_max;
+        if ((status = qwen35_forward(&model->engine, st, tokens + done, slice, false, err)) != GUFO_OK)
+            return gufo_error_prefix(err, status, "%s prefill", who(model));
+        done += slice;
+    }
+    if (wants_output(output) &&
+        (status = gufo_step_output_deliver(output, model->engine.logits, (int32_t)model->hp.n_vocab,
+                                           model->base.memory, err)) != GUFO_OK)
+        return gufo_error_prefix(err, status, "%s prefill", who(model));
+    return GUFO_OK;
+}
+
+gufo_status qwen35_decode(gufo_model *handle, const gufo_decode_batch *batch, gufo_error *err)
+{
+    qwen35_model *model = qwen35_from_handle(handle);
+    if (!model || !batch || !GUFO_EXT_HAS_FIELD(gufo_decode_batch, batch, n_items) || !batch->items ||
+        batch->n_items == 0)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 decode: empty batch");
+    if (batch->n_items > model->base.max_batch)
+        return gufo_error_set(err, GUFO_E_LIMIT, "%s decode: %zu sessions in one step; at most %u", who(model),
+                              batch->n_items, model->base.max_batch);
+    qwen35_state *states[QWEN35_MAX_BATCH_LIMIT];
+    int32_t tokens[QWEN35_MAX_BATCH_LIMIT];
+    const uint32_t n = (uint32_t)batch->n_items;
+    /* Everything that can refuse the step is checked before the state moves:
+     * all items advance or none does. */
+    for (uint32_t i = 0; i < n; i++) {
+        const gufo_decode_item *item = &batch->items[i];
+        qwen35_session *session = session_of(item->session);
+        if (!session)
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s decode: item %u has no session", who(model), i);
+        if (!valid_token(model, item->token))
+            return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
+                                  "%s decode: item %u's token is %d, outside the vocabulary 0..%u", who(model), i,
+                                  (int)item->token, model->hp.n_vocab - 1);
+        if (session->state.n_past >= session->state.capacity)
+            return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW, "%s decode: item %u's session is full (%u tokens)",
+                                  who(model), i, session->state.capacity);
+        for (uint32_t j = 0; j < i; j++)
+            if (states[j] == &session->state)
+                return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s decode: items %u and %u are one session",
+                                      who(model), j, i);
+        states[i] = &session->state;
+        tokens[i] = item->token;
+    }
+    gufo_status st = gufo_cancel_check(batch->cancel, err);
+    if (st != GUFO_OK)
+        return st;
+    for (uint32_t i = 0; i < n; i++)
+        invalidate_beyond(model, session_of(batch->items[i].session), states[i]->n_past);
+    if ((st = qwen35_decode_batch(&model->engine, states, tokens, n, err)) != GUFO_OK)
+        return gufo_error_prefix(err, st, "%s decode", who(model));
+    const size_t row = model->hp.n_vocab;
+    for (uint32_t i = 0; i < n; i++) {
+        const gufo_step_output *output = &batch->items[i].output;
+        if (!wants_output(output))
+            continue;
+        st = gufo_step_output_deliver(output, model->engine.logits + i * row, (int32_t)model->hp.n_vocab,
+                                      model->base.memory, err);
+        if (st != GUFO_OK)
+            return gufo_error_prefix(err, st, "%s decode: item %u", who(model), i);
+    }
+    return GUFO_OK;
+}
+
+/* ---- cache reuse -------------------------------------------------------------- */
+
+/* A live, fresh snapshot of `session` at `length`, or NULL. */
+static const qwen35_session_snapshot *snapshot_at(const qwen35_model *model, const qwen35_session *session,
+                                                  uint32_t length)
+{
+    for (const qwen_live_link *l = model->base.snapshots.head; l; l = l->next) {
+        const qwen35_session_snapshot *snap = (const qwen35_session_snapshot *)(const void *)l;
+        if (snap->source == session && !snap->stale && snap->core.n_past == length)
+            return snap;
+    }
+    return NULL;
+}
+
+gufo_status qwen35_truncate(gufo_model *handle, gufo_text_session *session_handle, uint32_t length, gufo_error *err)
+{
+    qwen35_model *model = qwen35_from_handle(handle);
+    qwen35_session *session = session_of(session_handle);
+    if (!model || !session)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 truncate: NULL session");
+    qwen35_state *st = &session->state;
+    if (length == st->n_past)
+        return GUFO_OK;
+    if (length > st->n_past)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s truncate: the session holds %u tokens, not %u",
+                              who(model), st->n_past, length);
+    if (length == 0) {
+        invalidate_beyond(model, session, 0);
+        qwen35_state_reset(st);
+        return GUFO_OK;
+    }
+    const qwen35_session_snapshot *snap = snapshot_at(model, session, length);
+    if (snap) {
+        gufo_status status = qwen35_snapshot_restore(st, &snap->core, err);
+        if (status == GUFO_OK)
+            invalidate_beyond(model, session, length);
+        return status;
+    }
+    return gufo_error_set(err, GUFO_E_UNSUPPORTED,
+                          "%s truncate: cannot go back from %u to %u tokens: the Gated DeltaNet state does not "
+                          "rewind, and no snapshot of this session was taken at %u (prefill a new session instead)",
+                          who(model), st->n_past, length, length);
+}
+
+gufo_status qwen35_snapshot_create(gufo_model *handle, const gufo_text_session *session_handle,
+                                   gufo_text_snapshot **out, gufo_error *err)
+{
+    qwen35_model *model = qwen35_from_handle(handle);
+    const qwen35_session *session = const_session_of(session_handle);
+    if (!model || !session || !out)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 snapshot: NULL session or output");
+    *out = NULL;
+    void *block = NULL;
+    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_HOST, sizeof(qwen35_session_snapshot), 0,
+                                       "snapshot", &block, err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "%s snapshot", who(model));
+    qwen35_session_snapshot *snap = block;
+    memset(snap, 0, sizeof *snap);
+    snap->source = session;
+    const uint64_t bytes = qwen35_snapshot_bytes(&session->state);
+    if ((st = gufo_memory_charge(model->base.memory, GUFO_MEMORY_HOST, bytes, "snapshot", err)) != GUFO_OK) {
+        gufo_memory_free(model->base.memory, snap);
+        return gufo_error_prefix(err, st, "%s snapshot of %llu bytes", who(model), (unsigned long long)bytes);
+    }
+    if ((st = qwen35_snapshot_take(&session->state, &snap->core, err)) != GUFO_OK) {
+        gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, bytes, "snapshot");
+        gufo_memory_free(model->base.memory, snap);
+        return gufo_error_prefix(err, st, "%s snapshot", who(model));
+    }
+    snap->charged = bytes;
+    qwen_live_add(&model->base.snapshots, &snap->link);
+    *out = (gufo_text_snapshot *)block;
+    return GUFO_OK;
+}
+
+gufo_status qwen35_restore(gufo_model *handle, gufo_text_session *session_handle, const gufo_text_snapshot *snapshot,
+                           gufo_error *err)
+{
+    qwen35_model *model = qwen35_from_handle(handle);
+    qwen35_session *session = session_of(session_handle);
+    const qwen35_session_snapshot *snap = const_snapshot_of(snapshot);
+    if (!model || !session || !snap)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 restore: NULL session or snapshot");
+    if (snap->source != session)
+        return gufo_error_set(err, GUFO_E_UNSUPPORTED,
+                              "%s restore: a snapshot restores only into the session it was taken from (it holds the "
+                              "recurrent state; the attention keys stay in that session)%s",
+                              who(model), snap->source ? "" : ", which is gone");
+    if (snap->stale)
+        return gufo_error_set(err, GUFO_E_STATE,
+                              "%s restore: the session has rewritten positions below the snapshot's %u since it "
+                              "was taken", who(model), snap->core.n_past);
+    gufo_status st = qwen35_snapshot_restore(&session->state, &snap->core, err);
+    if (st != GUFO_OK)
+        return gufo_error_prefix(err, st, "%s restore", who(model));
+    invalidate_beyond(model, session, snap->core.n_past);
+    return GUFO_OK;
+}
+
+void qwen35_snapshot_destroy(gufo_model *handle, gufo_text_snapshot *snapshot)
+{
+    qwen35_model *model = qwen35_from_handle(handle);
+    qwen35_session_snapshot *snap = snapshot_of(snapshot);
+    if (!model || !snap)
+        return;
+    qwen_live_remove(&model->base.snapshots, &snap->link);
+    gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, snap->charged, "snapshot");
+    qwen35_snapshot_free(&snap->core);
+    gufo_memory_free(model->base.memory, snap);
+}
+
+uint32_t qwen35_snapshot_length(gufo_model *handle, const gufo_text_snapshot *snapshot)
+{
+    (void)handle;
+    return snapshot ? const_snapshot_of(snapshot)->core.n_past : 0;
+}
+
+void qwen35_release_all(qwen35_model *model)
+{
+    gufo_model *handle = qwen35_to_handle(model);
+    while (model->base.sessions.head)
+        qwen35_session_destroy(handle, (gufo_text_session *)(void *)model->base.sessions.head);
+    while (model->base.snapshots.head)
+        qwen35_snapshot_destroy(handle, (gufo_text_snapshot *)(void *)model->base.snapshots.head);
+}
