@@ -74,7 +74,7 @@ gufo_status qwen_model_base_open(qwen_model_base *base, const gufo_model_params 
     /* The file the probe accepted, its metadata parsed once (API 0.2.9). */
     gufo_status st = gufo_artifact_map_weights(params->artifact, &base->gguf, err);
     if (st != GUFO_OK)
-        return gufo_error_prefix(err, st, "%s", kind->provider_id);
+        return st;
     char why[GUFO_PROBE_REASON_MAX];
     if (!kind->inspect(base->gguf, hparams, &base->shape, why, sizeof why))
         return gufo_error_set(err, GUFO_E_FORMAT, "%s", why);

@@ -36,10 +36,13 @@ static void base_identity(const qwen_model_kind *kind, const char *path, gufo_me
                           char *out, size_t cap)
 {
     qwen_model_base base = {.kind = kind, .memory = memory};
-    gufo_model_params params = {.struct_size = sizeof params, .path = path, .memory = memory};
+    gufo_artifact *artifact = NULL;
+    EXPECT_OK(gufo_artifact_open(path, &artifact, &err));
+    gufo_model_params params = {.struct_size = sizeof params, .path = path, .artifact = artifact, .memory = memory};
     qwen_hparams hp;
     out[0] = '\0';
     EXPECT_OK(qwen_model_base_open(&base, &params, &hp, &err));
+    gufo_artifact_close(artifact); /* the base's mapped view outlives it */
     gufo_text_buffer *text = NULL;
     EXPECT_OK(gufo_text_buffer_create(0, &text));
     EXPECT_OK(qwen_model_base_identity(&base, numerics, text, NULL));
@@ -69,9 +72,13 @@ static void test_cpu_provider_identity(const char *path, gufo_memory *memory)
     gufo_provider provider = {.struct_size = sizeof provider};
     EXPECT_OK(gufo_ext_qwen_cpu_provider(NULL, &provider, &err));
     const gufo_text_generation_iface *tg = provider.iface;
-    gufo_model_params params = {.struct_size = sizeof params, .path = path, .memory = memory, .n_threads = 1};
+    gufo_artifact *artifact = NULL;
+    EXPECT_OK(gufo_artifact_open(path, &artifact, &err));
+    gufo_model_params params = {.struct_size = sizeof params, .path = path, .artifact = artifact, .memory = memory,
+                                .n_threads = 1};
     gufo_model *model = NULL;
     EXPECT_OK(provider.create(provider.userdata, &params, &model, &err));
+    gufo_artifact_close(artifact);
     if (!model)
         return;
     gufo_text_buffer *text = NULL;
