@@ -1,0 +1,379 @@
+/* host/cli/cmd_serve.c — `gufo serve`: an OpenAI-compatible HTTP server for one model.
+ *
+ *   gufo serve [llm|embeddings|decisions] --model FILE [--host 127.0.0.1] [--port 8080] [--api-key KEY] ...
+ *
+ * The positional capability (default llm = text generation) picks which
+ * providers the registry's probes ask, exactly as for `gufo prompt`; nothing
+ * here knows which model runs. Start-up: select and load the model, start the
+ * scheduler thread for a text generation model (the only caller of its
+ * steps; embeddings and decisions handlers call their model under a lock of
+ * their own), then the HTTP daemon. Endpoints of other capabilities answer
+ * 501 (server/routes/routes.c). SIGINT or SIGTERM shut down in the reverse order: stop taking
+ * requests, cancel every job and return its session, stop the HTTP threads,
+ * free the model.
+ */
+#include <errno.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gufo/host/log.h>
+#include <gufo/ext/provider.h>
+#include <gufo/host/registry.h>
+#include <gufo/ext/sampling.h>
+#include <gufo/host/cancel.h>
+
+#include "cli/command.h"
+#include "cli/interrupt.h"
+#include "run/model_loader.h"
+#include "run/report.h"
+#include "server/routes/routes.h"
+#include "server/http/http.h"
+#include "server/routes/metrics.h"
+#include "server/routes/openai.h"
+#include "server/sched/scheduler.h"
+
+static const cli_option serve_options[] = {
+    {.name = "model", .type = CLI_STRING, .metavar = "FILE", .help = "The model file to serve (required)."},
+    {.name = "host", .type = CLI_STRING, .metavar = "ADDR", .default_value = "127.0.0.1",
+     .help = "Address to listen on. The default accepts only this machine; 0.0.0.0 or :: expose the server to "
+             "the network (use --api-key then)."},
+    {.name = "port", .type = CLI_INT, .metavar = "N", .min = 0, .max = 65535, .default_value = "8080",
+     .help = "TCP port; 0 = any free port (printed at start-up)."},
+    {.name = "api-key", .type = CLI_STRING, .metavar = "KEY",
+     .help = "Require 'Authorization: Bearer KEY' on /v1/* (default: no key). Also read from $GUFO_API_KEY."},
+    {.name = "model-name", .type = CLI_STRING, .metavar = "NAME",
+     .help = "The model id that /v1/models lists and requests name (default: the file name without .gguf)."},
+    {.name = "context", .type = CLI_INT, .metavar = "N", .min = 0, .max = UINT32_MAX,
+     .help = "Tokens each session may hold (default: the model's context length)."},
+    {.name = "sessions", .type = CLI_INT, .metavar = "N", .min = 1, .max = 4096, .default_value = "4",
+     .help = "Requests generating at once, batched into one decode step (capped by the model's limit)."},
+    {.name = "cache-sessions", .type = CLI_INT, .metavar = "N", .min = 0, .max = 4096, .default_value = "4",
+     .help = "Finished conversations kept for reuse: a request that continues one prefills only its new tokens. "
+             "Evicted least recently used, and whenever the model needs the memory; 0 = keep none."},
+    {.name = "queue", .type = CLI_INT, .metavar = "N", .min = 0, .max = 1000000, .default_value = "64",
+     .help = "Requests that may wait for a session; beyond that the server answers 429."},
+    {.name = "max-body", .type = CLI_INT, .metavar = "BYTES", .min = 1024, .max = INT32_MAX,
+     .default_value = "1048576", .help = "Largest request body; bigger ones get 413."},
+    {.name = "threads", .type = CLI_INT, .metavar = "N", .min = 1, .max = 4096,
+     .help = "CPU threads the model may use (default: the number of online CPUs)."},
+    {.name = "memory-budget", .type = CLI_BUDGET, .metavar = "SIZE",
+     .help = "Most memory the model may use, for host and device alike (512M, 4G), or each on its own "
+             "(host=8G,device=20G); 0 = no limit (default)."},
+    {.name = "idle-timeout", .type = CLI_INT, .metavar = "SECONDS", .min = 0, .max = 86400, .default_value = "60",
+     .help = "Close a connection that sends nothing for this long: before or between requests, or half-way "
+             "through one (never while its answer is being worked on or streamed); 0 = never."},
+    {.name = "header-timeout", .type = CLI_INT, .metavar = "SECONDS", .min = 0, .max = 86400, .default_value = "10",
+     .help = "A request's head (request line and headers) must arrive whole within this long of its start, "
+             "however it trickles; else 408 and the connection is closed. 0 = no deadline."},
+    {.name = "body-timeout", .type = CLI_INT, .metavar = "SECONDS", .min = 0, .max = 86400, .default_value = "60",
+     .help = "A request's body must arrive whole within this long of its head; else 408 and the connection is "
+             "closed. 0 = no deadline."},
+    {.name = "request-timeout", .type = CLI_FLOAT, .metavar = "SECONDS",
+     .help = "Deadline per request, counted from when it is queued (fractions allowed); a request still waiting or "
+             "generating then ends with 408. Default: none."},
+    {.name = "temperature", .type = CLI_FLOAT, .metavar = "T",
+     .help = "Default temperature for requests that send none (default 0.8)."},
+    {.name = "verbose", .type = CLI_FLAG, .help = "Log selection, model facts and memory on stderr."},
+};
+
+static const cli_command_spec serve_cli = {
+    .name = "serve",
+    .usage = "gufo serve [llm|embeddings|decisions] --model FILE [--host ADDR] [--port N] [--api-key KEY] [options]",
+    .summary = "Serve a model over an OpenAI-compatible HTTP API.",
+    .description =
+        "Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, /v1/completions, /v1/responses "
+        "(OpenAI) and /v1/messages (Anthropic), streaming and not, with tools; GET /metrics (Prometheus). "
+        "`gufo serve embeddings` serves POST /v1/embeddings, `gufo serve decisions` POST /v1/decisions. Point a "
+        "client at http://HOST:PORT/v1. Requests share the model through continuous batching; finished "
+        "conversations are kept so the next turn prefills only its new tokens; a client that disconnects cancels "
+        "its request. Ctrl-C or SIGTERM stop the server. See docs/serving.md.",
+    .options = serve_options,
+    .n_options = sizeof serve_options / sizeof serve_options[0],
+    .manifest_command = GUFO_COMMAND_SERVE,
+    .takes_positional = true,
+};
+
+/* ---- shutdown signals ------------------------------------------------------ */
+
+/* The handler only posts a semaphore (async-signal-safe); the main thread waits on it. */
+static sem_t shutdown_sem;
+static volatile sig_atomic_t shutdown_signal;
+
+static void on_shutdown_signal(int sig)
+{
+    shutdown_signal = sig;
+    sem_post(&shutdown_sem);
+}
+
+static bool install_shutdown(struct sigaction *old_int, struct sigaction *old_term)
+{
+    if (sem_init(&shutdown_sem, 0, 0) != 0)
+        return false;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_shutdown_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, old_int) != 0 || sigaction(SIGTERM, &sa, old_term) != 0)
+        return false;
+    return true;
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+/* "dir/model.Q4.gguf" -> "model.Q4" */
+static char *default_model_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".gguf") == 0)
+        len -= 5;
+    char *name = malloc(len + 1);
+    if (name) {
+        memcpy(name, base, len);
+        name[len] = '\0';
+    }
+    return name;
+}
+
+/* The positional word picks the provider kind: none or "llm" is text generation; any other capability name
+ * is accepted when this server has an endpoint for it (server/routes/routes.c). */
+static int parse_capability(const cli_args *args, gufo_capability *out)
+{
+    *out = GUFO_CAPABILITY_TEXT_GENERATION;
+    if (args->n_positional == 0)
+        return HOST_EXIT_OK;
+    const char *word = args->positional[0];
+    if (args->n_positional > 1) {
+        host_usage_error("serve", "unexpected argument '%s' (usage: %s)", args->positional[1], serve_cli.usage);
+        return HOST_EXIT_USAGE;
+    }
+    if (strcmp(word, "llm") == 0)
+        return HOST_EXIT_OK;
+    if (gufo_capability_from_name(word, out) != GUFO_OK) {
+        host_usage_error("serve", "'%s' is not a capability (llm, embeddings, decisions, ...)", word);
+        return HOST_EXIT_USAGE;
+    }
+    if (!srv_capability_served(*out)) {
+        host_usage_error("serve", "'%s': gufo serve has no endpoint for %s models yet (it serves llm, embeddings "
+                                  "and decisions)", word, gufo_capability_name(*out));
+        return HOST_EXIT_USAGE;
+    }
+    return HOST_EXIT_OK;
+}
+
+static int run_serve(const host_context *ctx, const cli_args *args)
+{
+    gufo_capability capability;
+    int rc = parse_capability(args, &capability);
+    bool generates_text = capability == GUFO_CAPABILITY_TEXT_GENERATION;
+    if (rc != HOST_EXIT_OK)
+        return rc;
+    const char *model_path = cli_args_string(args, "model");
+    if (!model_path) {
+        host_usage_error("serve", "--model FILE is required (see gufo serve --help)");
+        return HOST_EXIT_USAGE;
+    }
+    gufo_sampling_params defaults;
+    gufo_sampling_params_default(&defaults);
+    if (cli_args_value(args, "temperature")->given) {
+        defaults.temperature = (float)cli_args_float(args, "temperature");
+        gufo_error err = {0};
+        if (gufo_sampling_params_validate(&defaults, &err) != GUFO_OK) {
+            host_usage_error("serve", "%s", err.message);
+            return HOST_EXIT_USAGE;
+        }
+    }
+    const char *api_key = cli_args_string(args, "api-key");
+    if (api_key && !api_key[0]) {
+        host_usage_error("serve", "--api-key must not be empty");
+        return HOST_EXIT_USAGE;
+    }
+    if (!api_key) {
+        const char *env = getenv("GUFO_API_KEY");
+        api_key = env && env[0] ? env : NULL;
+    }
+    uint64_t request_timeout_ms = 0;
+    if (cli_args_value(args, "request-timeout")->given) {
+        double seconds = cli_args_float(args, "request-timeout");
+        if (!(seconds > 0) || seconds > 1e9) {
+            host_usage_error("serve", "--request-timeout must be a positive number of seconds");
+            return HOST_EXIT_USAGE;
+        }
+        request_timeout_ms = (uint64_t)(seconds * 1000.0 + 0.5);
+        if (request_timeout_ms == 0)
+            request_timeout_ms = 1;
+    }
+    bool verbose = cli_args_flag(args, "verbose");
+    gufo_log_set_level(verbose ? GUFO_LOG_DEBUG : GUFO_LOG_WARN);
+
+    host_model m;
+    rc = host_model_select(ctx->registry, capability, model_path, verbose, &m);
+    if (rc != HOST_EXIT_OK) {
+        host_model_close(&m);
+        return rc;
+    }
+    char *model_name = NULL;
+    const char *name_opt = cli_args_string(args, "model-name");
+    model_name = name_opt ? strdup(name_opt) : default_model_name(model_path);
+    gufo_cancel *load_cancel = NULL;
+    if (!model_name || gufo_cancel_create(&load_cancel) != GUFO_OK) {
+        host_error("out of memory");
+        free(model_name);
+        host_model_close(&m);
+        return HOST_EXIT_FAILURE;
+    }
+
+    /* Ctrl-C while loading abandons the load; afterwards SIGINT/SIGTERM mean "shut down". */
+    bool interrupt_installed = host_interrupt_install(load_cancel);
+    uint32_t sessions = (uint32_t)cli_args_int(args, "sessions");
+    uint32_t cache_sessions = (uint32_t)cli_args_int(args, "cache-sessions");
+    const cli_value *budget = cli_args_value(args, "memory-budget");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    host_model_config config = {
+        .options = cli_args_extension_options(args, m.provider.extension),
+        .cancel = load_cancel,
+        .n_threads = cli_args_value(args, "threads")->given ? (uint32_t)cli_args_int(args, "threads")
+                                                            : (uint32_t)(cpus > 0 ? cpus : 1),
+        .context_length = (uint32_t)cli_args_int(args, "context"),
+        /* Retained sessions stay live in the model, so its session limit covers them too. Batch
+         * capabilities (embeddings, decisions) have no sessions: their provider picks its batch. */
+        .max_sessions = generates_text ? sessions + cache_sessions : 0,
+        .max_batch = generates_text ? sessions : 0,
+        .host_budget = budget->set ? budget->v.budget.host : 0,
+        .device_budget = budget->set ? budget->v.budget.device : 0,
+    };
+    rc = host_model_create(&m, &config);
+    if (interrupt_installed)
+        host_interrupt_remove();
+    if (rc == HOST_EXIT_INTERRUPTED)
+        host_error("interrupted while loading");
+
+    srv_sched *sched = NULL;
+    srv_metrics *metrics = NULL;
+    if (rc == HOST_EXIT_OK && !(metrics = srv_metrics_create())) {
+        host_error("out of memory");
+        rc = HOST_EXIT_FAILURE;
+    }
+    /* Only text generation runs through the scheduler; the batch handlers call their model themselves. */
+    if (rc == HOST_EXIT_OK && generates_text) {
+        srv_sched_config sc = {
+            .provider = m.provider.provider,
+            .model = m.model,
+            .context_length = (uint32_t)cli_args_int(args, "context"),
+            .max_sessions = sessions,
+            .max_queue = (uint32_t)cli_args_int(args, "queue"),
+            .cache_sessions = cache_sessions,
+            .memory = m.memory,
+            .metrics = metrics,
+        };
+        rc = srv_sched_start(&sc, &sched);
+    }
+
+    srv_app app;
+    memset(&app, 0, sizeof app);
+    srv_http *http = NULL;
+    struct sigaction old_int, old_term;
+    bool signals = false;
+    if (rc == HOST_EXIT_OK) {
+        app.provider = m.provider.provider;
+        app.tg = generates_text ? m.provider.provider->iface : NULL;
+        app.model = m.model;
+        app.sched = sched;
+        app.model_id = model_name;
+        app.context_length = sched ? srv_sched_context(sched) : 0;
+        app.created = time(NULL);
+        app.defaults = defaults;
+        app.request_timeout_ms = request_timeout_ms;
+        atomic_init(&app.next_id, 0);
+        /* Installed before the daemon starts so no signal can slip between "listening" and "watched". */
+        signals = install_shutdown(&old_int, &old_term);
+        if (!signals) {
+            host_error("cannot install the SIGINT/SIGTERM handlers: %s", strerror(errno));
+            rc = HOST_EXIT_FAILURE;
+        }
+    }
+    /* The OpenAI routes plus GET /metrics, which reads the scheduler and the model's pool rather than the app. */
+    srv_metrics_source metrics_source = {.metrics = metrics, .sched = sched, .memory = m.memory};
+    srv_http_route *routes = NULL;
+    size_t n_routes = 0;
+    if (rc == HOST_EXIT_OK) {
+        size_t n_openai = 0;
+        const srv_http_route *openai = srv_openai_routes(&n_openai);
+        routes = calloc(n_openai + 1, sizeof *routes);
+        if (!routes) {
+            host_error("out of memory");
+            rc = HOST_EXIT_FAILURE;
+        } else {
+            memcpy(routes, openai, n_openai * sizeof *routes);
+            /* Behind --api-key like the /v1 routes: it names the model and shows traffic (docs/serving.md, Metrics). */
+            routes[n_openai] = (srv_http_route){.method = "GET", .path = "/metrics", .needs_auth = true,
+                                                .handler = srv_metrics_handle, .context = &metrics_source};
+            n_routes = n_openai + 1;
+        }
+    }
+    if (rc == HOST_EXIT_OK) {
+        uint32_t queue = (uint32_t)cli_args_int(args, "queue");
+        srv_http_config hc = {
+            .host = cli_args_string(args, "host"),
+            .port = (uint16_t)cli_args_int(args, "port"),
+            .api_key = api_key,
+            .max_body = (size_t)cli_args_int(args, "max-body"),
+            /* Room for every session and every queued request, plus cheap requests (health, models). */
+            .max_connections = sessions + queue + 64,
+            .routes = routes,
+            .n_routes = n_routes,
+            .app = &app,
+            .metrics = metrics,
+            .idle_timeout_s = (unsigned)cli_args_int(args, "idle-timeout"),
+            .header_timeout_s = (unsigned)cli_args_int(args, "header-timeout"),
+            .body_timeout_s = (unsigned)cli_args_int(args, "body-timeout"),
+        };
+        rc = srv_http_start(&hc, &http);
+    }
+    if (rc == HOST_EXIT_OK) {
+        /* One line on stdout that scripts (and the tests) wait for. */
+        if (generates_text)
+            printf("gufo: serving %s (%s) on http://%s:%u/v1 — context %u, %u sessions%s\n", app.model_id,
+                   m.provider.decl->id, cli_args_string(args, "host"), (unsigned)srv_http_port(http),
+                   app.context_length, sessions, api_key ? ", API key required" : "");
+        else
+            printf("gufo: serving %s (%s, %s) on http://%s:%u/v1%s\n", app.model_id, m.provider.decl->id,
+                   gufo_capability_name(capability), cli_args_string(args, "host"), (unsigned)srv_http_port(http),
+                   api_key ? " — API key required" : "");
+        fflush(stdout);
+        while (sem_wait(&shutdown_sem) != 0 && errno == EINTR) {
+            /* interrupted by a signal before the post: wait again */
+        }
+        fprintf(stderr, "gufo: %s: shutting down\n", shutdown_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    }
+    /* Order matters: cancel the jobs first so HTTP threads waiting on them
+     * return, then stop the daemon (which joins those threads). */
+    if (sched)
+        srv_sched_stop(sched, "server shutting down");
+    srv_http_stop(http);
+    srv_sched_destroy(sched);
+    free(routes);
+    srv_metrics_destroy(metrics);
+    if (signals) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sem_destroy(&shutdown_sem);
+    }
+    if (verbose && m.model)
+        host_model_print_memory(&m);
+    host_model_close(&m);
+    gufo_cancel_destroy(load_cancel);
+    free(model_name);
+    return rc;
+}
+
+const host_command host_cmd_serve = {
+    .cli = &serve_cli,
+    .needs_registry = true,
+    .run = run_serve,
+};
