@@ -30,10 +30,10 @@
 #include "cli/interrupt.h"
 #include "run/model_loader.h"
 #include "run/report.h"
-#include "server/routes/routes.h"
+#include "server/counters.h"
 #include "server/http/http.h"
-#include "server/routes/metrics.h"
-#include "server/routes/openai.h"
+#include "server/routes/app.h"
+#include "server/routes/routes.h"
 #include "server/sched/scheduler.h"
 
 static const cli_option serve_options[] = {
@@ -254,8 +254,8 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         host_error("interrupted while loading");
 
     srv_sched *sched = NULL;
-    srv_metrics *metrics = NULL;
-    if (rc == HOST_EXIT_OK && !(metrics = srv_metrics_create())) {
+    srv_counters *counters = NULL;
+    if (rc == HOST_EXIT_OK && !(counters = srv_counters_create())) {
         host_error("out of memory");
         rc = HOST_EXIT_FAILURE;
     }
@@ -269,7 +269,7 @@ static int run_serve(const host_context *ctx, const cli_args *args)
             .max_queue = (uint32_t)cli_args_int(args, "queue"),
             .cache_sessions = cache_sessions,
             .memory = m.memory,
-            .metrics = metrics,
+            .counters = counters,
         };
         rc = srv_sched_start(&sc, &sched);
     }
@@ -290,6 +290,8 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         app.defaults = defaults;
         app.request_timeout_ms = request_timeout_ms;
         atomic_init(&app.next_id, 0);
+        app.counters = counters;
+        app.memory = m.memory;
         /* Installed before the daemon starts so no signal can slip between "listening" and "watched". */
         signals = install_shutdown(&old_int, &old_term);
         if (!signals) {
@@ -297,27 +299,9 @@ static int run_serve(const host_context *ctx, const cli_args *args)
             rc = HOST_EXIT_FAILURE;
         }
     }
-    /* The OpenAI routes plus GET /metrics, which reads the scheduler and the model's pool rather than the app. */
-    srv_metrics_source metrics_source = {.metrics = metrics, .sched = sched, .memory = m.memory};
-    srv_http_route *routes = NULL;
-    size_t n_routes = 0;
-    if (rc == HOST_EXIT_OK) {
-        size_t n_openai = 0;
-        const srv_http_route *openai = srv_openai_routes(&n_openai);
-        routes = calloc(n_openai + 1, sizeof *routes);
-        if (!routes) {
-            host_error("out of memory");
-            rc = HOST_EXIT_FAILURE;
-        } else {
-            memcpy(routes, openai, n_openai * sizeof *routes);
-            /* Behind --api-key like the /v1 routes: it names the model and shows traffic (docs/serving.md, Metrics). */
-            routes[n_openai] = (srv_http_route){.method = "GET", .path = "/metrics", .needs_auth = true,
-                                                .handler = srv_metrics_handle, .context = &metrics_source};
-            n_routes = n_openai + 1;
-        }
-    }
     if (rc == HOST_EXIT_OK) {
         uint32_t queue = (uint32_t)cli_args_int(args, "queue");
+        size_t n_routes = 0;
         srv_http_config hc = {
             .host = cli_args_string(args, "host"),
             .port = (uint16_t)cli_args_int(args, "port"),
@@ -325,10 +309,10 @@ static int run_serve(const host_context *ctx, const cli_args *args)
             .max_body = (size_t)cli_args_int(args, "max-body"),
             /* Room for every session and every queued request, plus cheap requests (health, models). */
             .max_connections = sessions + queue + 64,
-            .routes = routes,
+            .routes = srv_routes(&n_routes),
             .n_routes = n_routes,
             .app = &app,
-            .metrics = metrics,
+            .counters = counters,
             .idle_timeout_s = (unsigned)cli_args_int(args, "idle-timeout"),
             .header_timeout_s = (unsigned)cli_args_int(args, "header-timeout"),
             .body_timeout_s = (unsigned)cli_args_int(args, "body-timeout"),
@@ -357,8 +341,7 @@ static int run_serve(const host_context *ctx, const cli_args *args)
         srv_sched_stop(sched, "server shutting down");
     srv_http_stop(http);
     srv_sched_destroy(sched);
-    free(routes);
-    srv_metrics_destroy(metrics);
+    srv_counters_destroy(counters);
     if (signals) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);

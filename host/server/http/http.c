@@ -19,7 +19,7 @@
 #include "run/report.h"
 #include "server/http/gate.h"
 #include "server/http/head.h"
-#include "server/routes/metrics.h"
+#include "server/counters.h"
 #include <gufo/host/text_buffer.h>
 
 /*
@@ -106,7 +106,7 @@ cJSON *srv_http_error_json(unsigned status, const char *code, const char *param,
 static void mark_answered(srv_http_request *req, unsigned status)
 {
     req->answered = true;
-    srv_metrics_request_answered(req->http->config.metrics, req->route ? req->route->path : "other", status);
+    srv_counters_request_answered(req->http->config.counters, req->route ? req->route->path : "other", status);
 }
 
 static void queue_text(srv_http_request *req, unsigned status, const char *content_type, char *text, size_t len)
@@ -468,7 +468,7 @@ static srv_http_request *request_new(srv_http *http, struct MHD_Connection *conn
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     req->watch = info ? info->socket_context : NULL;
     clock_gettime(CLOCK_MONOTONIC, &req->arrived);
-    srv_metrics_request_started(http->config.metrics);
+    srv_counters_request_started(http->config.counters);
     return req;
 }
 
@@ -623,7 +623,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
                                      http->config.max_body);
         return MHD_YES;
     }
-    req->route->handler(req->route->context ? req->route->context : http->config.app, req);
+    req->route->handler(http->config.app, req);
     if (!req->answered)
         srv_http_respond_error(req, 500, NULL, NULL, "the handler for %s gave no answer", req->route->path);
     return MHD_YES;
@@ -640,7 +640,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     double seconds = (double)(now.tv_sec - req->arrived.tv_sec) + (double)(now.tv_nsec - req->arrived.tv_nsec) / 1e9;
-    srv_metrics_request_done(http->config.metrics, seconds);
+    srv_counters_request_done(http->config.counters, seconds);
     /* Answered: an idle keep-alive connection must not hold its thread forever. Silence is cut by the
      * idle timeout; a next request trickled in a byte at a time, by a deadline of idle + head time. */
     if (http->config.idle_timeout_s) {
@@ -687,7 +687,7 @@ static char *gate_error_body(void *ctx, const char *target, size_t target_len, u
         find_route_n(http, "", target, query ? (size_t)(query - target) : target_len, &path_known, &public_path,
                      &shape);
     }
-    srv_metrics_request_answered(http->config.metrics, path_known ? shape->path : "other", status);
+    srv_counters_request_answered(http->config.counters, path_known ? shape->path : "other", status);
     cJSON *body = shape && shape->error_body ? shape->error_body(status, code, message)
                                              : srv_http_error_json(status, code, NULL, message);
     char *text = body ? cJSON_PrintUnformatted(body) : NULL;

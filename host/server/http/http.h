@@ -47,9 +47,10 @@
 #include <gufo/ext/common.h>
 #include <gufo/ext/text_generation.h>
 
+#include "server/counters.h"
+
 typedef struct srv_http srv_http;
 typedef struct srv_http_request srv_http_request;
-typedef struct srv_metrics srv_metrics; /* server/routes/metrics.h */
 
 /** A route handler. It must answer with exactly one srv_http_respond_* call. */
 typedef void (*srv_http_handler)(void *app, srv_http_request *req);
@@ -66,7 +67,6 @@ typedef struct srv_http_route {
     const char *path;         /* "/v1/chat/completions" */
     bool needs_auth;          /* checked against the API key when one is set */
     srv_http_handler handler;
-    void *context;            /* passed to the handler instead of srv_http_config.app when not NULL */
     srv_http_error_body error_body; /* the shape of this path's errors; NULL = OpenAI's (srv_http_error_json) */
     const char *body_type;    /* the media type a request body must be declared as (else 415); NULL = application/json */
 } srv_http_route;
@@ -79,8 +79,8 @@ typedef struct srv_http_config {
     unsigned max_connections;
     const srv_http_route *routes;
     size_t n_routes;
-    void *app;                /* passed to every handler (unless its route has a context) */
-    srv_metrics *metrics;     /* counts requests by route and status, in flight, durations (may be NULL) */
+    void *app;                /* passed to every handler */
+    srv_counters *counters;   /* counts requests by route and status, in flight, durations (may be NULL) */
     unsigned idle_timeout_s;  /* close a connection that sends nothing this long (0 = never); see above */
     unsigned header_timeout_s; /* a request head must be whole this long after it began, else 408 (0 = no deadline) */
     unsigned body_timeout_s;  /* a request body must be whole this long after its head, else 408 (0 = no deadline) */

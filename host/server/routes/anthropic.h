@@ -35,7 +35,7 @@ void srv_anthropic_handle_count_tokens(void *app, srv_http_request *req);
  */
 cJSON *srv_anthropic_error_body(unsigned status, const char *code, const char *message);
 
-typedef struct srv_app srv_app;             /* server/routes/openai.h */
+typedef struct srv_app srv_app;             /* server/routes/app.h */
 typedef struct srv_api_error srv_api_error; /* server/routes/request.h */
 
 /**

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 
+#include "server/http/http.h"
 #include "server/routes/request.h"
 
 /** A batch request as read: its JSON and its text inputs (pointing into it). Zero-initialise. */

@@ -14,6 +14,7 @@
 #ifndef GUFO_HOST_SERVER_DECISIONS_H
 #define GUFO_HOST_SERVER_DECISIONS_H
 
+#include "server/http/http.h"
 #include "server/routes/request.h"
 
 /** The handler; `app` is a srv_app whose provider has the decisions capability. */

@@ -12,6 +12,7 @@
 #ifndef GUFO_HOST_SERVER_EMBEDDINGS_H
 #define GUFO_HOST_SERVER_EMBEDDINGS_H
 
+#include "server/http/http.h"
 #include "server/routes/request.h"
 
 /** The handler; `app` is a srv_app whose provider has the embeddings capability. */

@@ -12,6 +12,7 @@
 #ifndef GUFO_HOST_SERVER_GENERATION_H
 #define GUFO_HOST_SERVER_GENERATION_H
 
+#include "server/http/http.h"
 #include "server/routes/request.h"
 
 /** What to generate. */

@@ -1,6 +1,5 @@
 /* host/server/routes/openai.c — see server/routes/openai.h. */
 #include "server/routes/openai.h"
-#include "server/routes/routes.h"
 #include "server/routes/generation.h"
 
 #include <stdio.h>
@@ -567,7 +566,7 @@ void srv_openai_handle_completions(void *app, srv_http_request *req)
     handle_generate(app, req, API_COMPLETION);
 }
 
-static void handle_health(void *app, srv_http_request *req)
+void srv_openai_handle_health(void *app, srv_http_request *req)
 {
     (void)app;
     cJSON *root = cJSON_CreateObject();
@@ -587,35 +586,11 @@ static cJSON *model_json(const srv_app *app)
     return m;
 }
 
-static void handle_models(void *app, srv_http_request *req)
+void srv_openai_handle_models(void *app, srv_http_request *req)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "object", "list");
     cJSON *data = cJSON_AddArrayToObject(root, "data");
     cJSON_AddItemToArray(data, model_json(app));
     srv_http_respond_json(req, 200, root);
-}
-
-static const srv_http_route plain_routes[] = {
-    {.method = "GET", .path = "/health", .needs_auth = false, .handler = handle_health},
-    {.method = "GET", .path = "/v1/models", .needs_auth = true, .handler = handle_models},
-};
-#define N_PLAIN (sizeof plain_routes / sizeof plain_routes[0])
-/* Room for the capability table (server/routes/routes.c), checked below. */
-#define MAX_ROUTES 32
-
-static srv_http_route all_routes[MAX_ROUTES];
-
-const srv_http_route *srv_openai_routes(size_t *n_routes)
-{
-    size_t n_cap = 0;
-    const srv_http_route *cap = srv_capability_routes(&n_cap);
-    if (N_PLAIN + n_cap > MAX_ROUTES)
-        n_cap = MAX_ROUTES - N_PLAIN; /* cannot happen with the table as written; never overflow */
-    for (size_t i = 0; i < N_PLAIN; i++)
-        all_routes[i] = plain_routes[i];
-    for (size_t i = 0; i < n_cap; i++)
-        all_routes[N_PLAIN + i] = cap[i];
-    *n_routes = N_PLAIN + n_cap;
-    return all_routes;
 }

@@ -17,36 +17,18 @@
 #ifndef GUFO_HOST_SERVER_OPENAI_H
 #define GUFO_HOST_SERVER_OPENAI_H
 
-#include <stdatomic.h>
-#include <time.h>
-
 #include <gufo/ext/provider.h>
 #include <gufo/ext/sampling.h>
 #include <gufo/ext/text_generation.h>
 
 #include "server/http/http.h"
-#include "server/sched/scheduler.h"
+#include "server/routes/app.h"
 
-/** What the handlers share. Read-only after start-up except the id counter. */
-typedef struct srv_app {
-    const gufo_provider *provider;
-    const gufo_text_generation_iface *tg;
-    gufo_model *model;
-    srv_sched *sched;
-    const char *model_id;          /* the name /v1/models lists and requests must use */
-    uint32_t context_length;       /* per session */
-    time_t created;                /* reported as the model's "created" */
-    gufo_sampling_params defaults; /* sampling for fields a request leaves out */
-    uint64_t request_timeout_ms;   /* deadline per request from submission (0 = none) -> 408 */
-    atomic_ullong next_id;         /* for chatcmpl-/call_ ids */
-} srv_app;
+/** GET /health: {"status": "ok"} whatever the model (no API key needed; routed by server/routes/routes.c). */
+void srv_openai_handle_health(void *app, srv_http_request *req);
 
-/**
- * Every route of the server: /health, /v1/models and the capability-routed
- * model endpoints (server/routes/routes.h). Handlers expect a srv_app as
- * their `app`. Call once at start-up, before the HTTP layer starts.
- */
-const srv_http_route *srv_openai_routes(size_t *n_routes);
+/** GET /v1/models: the one model this server runs. */
+void srv_openai_handle_models(void *app, srv_http_request *req);
 
 /** POST /v1/chat/completions (text generation models only; routed by server/routes/routes.c). */
 void srv_openai_handle_chat(void *app, srv_http_request *req);

@@ -19,7 +19,7 @@
 #include <gufo/ext/sampling.h>
 #include <gufo/ext/text_generation.h>
 
-#include "server/routes/openai.h"
+#include "server/routes/app.h"
 
 /**
  * A failed validation: HTTP status, machine-readable code (may be NULL), the

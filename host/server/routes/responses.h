@@ -19,7 +19,7 @@
 /** The handler; `app` is a srv_app whose model generates text. */
 void srv_responses_handle(void *app, srv_http_request *req);
 
-typedef struct srv_app srv_app;             /* server/routes/openai.h */
+typedef struct srv_app srv_app;             /* server/routes/app.h */
 typedef struct srv_api_error srv_api_error; /* server/routes/request.h */
 
 /**

@@ -1,8 +1,10 @@
 /* host/server/routes/routes.c — see server/routes/routes.h. */
 #include "server/routes/routes.h"
 #include "server/routes/anthropic.h"
+#include "server/routes/app.h"
 #include "server/routes/decisions.h"
 #include "server/routes/embeddings.h"
+#include "server/routes/metrics.h"
 #include "server/routes/openai.h"
 #include "server/routes/responses.h"
 
@@ -74,15 +76,30 @@ bool srv_capability_served(gufo_capability capability)
     return false;
 }
 
-static srv_http_route routes[N_ENDPOINTS];
+/* Served whatever the model: no capability check. */
+static const srv_http_route any_model_routes[] = {
+    {.method = "GET", .path = "/health", .needs_auth = false, .handler = srv_openai_handle_health},
+    {.method = "GET", .path = "/v1/models", .needs_auth = true, .handler = srv_openai_handle_models},
+};
+#define N_ANY_MODEL (sizeof any_model_routes / sizeof any_model_routes[0])
 
-const srv_http_route *srv_capability_routes(size_t *n_routes)
+/* Behind --api-key like the /v1 routes: it names the model and shows traffic (docs/serving.md, Metrics). */
+static const srv_http_route metrics_route = {.method = "GET", .path = "/metrics", .needs_auth = true,
+                                             .handler = srv_metrics_handle};
+
+static srv_http_route routes[N_ANY_MODEL + N_ENDPOINTS + 1];
+
+const srv_http_route *srv_routes(size_t *n_routes)
 {
     /* Filled on every call with the same values, so a second call (tests) changes nothing. */
+    size_t n = 0;
+    for (size_t i = 0; i < N_ANY_MODEL; i++)
+        routes[n++] = any_model_routes[i];
     for (size_t i = 0; i < N_ENDPOINTS; i++)
-        routes[i] = (srv_http_route){.method = endpoints[i].method, .path = endpoints[i].path,
-                                     .needs_auth = true, .handler = route_fns[i],
-                                     .error_body = endpoints[i].error_body};
-    *n_routes = N_ENDPOINTS;
+        routes[n++] = (srv_http_route){.method = endpoints[i].method, .path = endpoints[i].path,
+                                       .needs_auth = true, .handler = route_fns[i],
+                                       .error_body = endpoints[i].error_body};
+    routes[n++] = metrics_route;
+    *n_routes = n;
     return routes;
 }

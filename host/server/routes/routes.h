@@ -1,6 +1,9 @@
-/* host/server/routes/routes.h — which endpoints serve which capability.
+/* host/server/routes/routes.h — every route of `gufo serve`, in one place.
  *
- * One table maps every model endpoint of `gufo serve` to the capability it
+ * The HTTP layer (server/http/http.h) routes by this table and knows nothing
+ * of what its handlers do; cli/cmd_serve.c hands it over at start-up. Three
+ * routes serve whatever model runs: GET /health (no API key), GET /v1/models
+ * and GET /metrics (server/routes/metrics.h). One table maps every model endpoint of `gufo serve` to the capability it
  * needs (text generation: chat, completions, responses, messages; embeddings:
  * /v1/embeddings; speech recognition: /v1/audio/transcriptions and
  * /v1/audio/translations; speech synthesis: /v1/audio/speech; image
@@ -11,8 +14,8 @@
  * capability the endpoint needs, the loaded model and its capability. The
  * protocol handlers only ever see a model that has their capability.
  */
-#ifndef GUFO_HOST_SERVER_CAPABILITIES_H
-#define GUFO_HOST_SERVER_CAPABILITIES_H
+#ifndef GUFO_HOST_SERVER_ROUTES_H
+#define GUFO_HOST_SERVER_ROUTES_H
 
 #include <gufo/ext/provider.h>
 
@@ -21,7 +24,11 @@
 /** True when some endpoint serves models of `capability` (what `gufo serve CAPABILITY` accepts). */
 bool srv_capability_served(gufo_capability capability);
 
-/** The capability-routed endpoints, each guarded by the capability check. */
-const srv_http_route *srv_capability_routes(size_t *n_routes);
+/**
+ * Every route: the three above, then the model endpoints, each guarded by the
+ * capability check. Handlers expect a srv_app (server/routes/app.h) as their
+ * `app`. Static storage, the same on every call.
+ */
+const srv_http_route *srv_routes(size_t *n_routes);
 
-#endif /* GUFO_HOST_SERVER_CAPABILITIES_H */
+#endif /* GUFO_HOST_SERVER_ROUTES_H */

@@ -89,7 +89,7 @@ struct srv_sched {
     uint32_t rr;               /* round-robin cursor for prefill and batch order */
 
     srv_cache *cache;          /* retained sessions: scheduler thread only (stats: any thread) */
-    /* The current iteration's timing (scheduler thread): see srv_metrics_decode_step(). */
+    /* The current iteration's timing (scheduler thread): see srv_counters_decode_step(). */
     uint64_t iter_start_ns;
     uint64_t iter_step_ns;     /* inside prefill/decode calls */
     uint64_t iter_decode_ns;
@@ -413,7 +413,7 @@ static void job_finish(srv_sched *s, srv_job *job, srv_finish finish, const char
             job_publish(job, text, len, job->n_taken);
         }
     }
-    srv_metrics_job_finished(s->config.metrics, (int)finish, job->n_taken);
+    srv_counters_job_finished(s->config.counters, (int)finish, job->n_taken);
     if (job->session)
         session_release(s, job, finish);
     job->session = NULL;
@@ -679,7 +679,7 @@ static void job_start(srv_sched *s, srv_job *job)
         return;
     }
     job->phase = PHASE_PREFILL;
-    srv_metrics_job_started(s->config.metrics, job->n_prompt);
+    srv_counters_job_started(s->config.counters, job->n_prompt);
 }
 
 /* Returns false when the scheduler should exit. */
@@ -856,7 +856,7 @@ static void prefill_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
         uint64_t spent = now_ns() - t0;
         s->iter_step_ns += spent;
         if (st == GUFO_OK)
-            srv_metrics_prefill(s->config.metrics, count, spent);
+            srv_counters_prefill(s->config.counters, count, spent);
         if (st != GUFO_OK) {
             active_remove(s, job);
             job_fail(s, job, "prefill", st, &err);
@@ -865,7 +865,7 @@ static void prefill_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
         job->prefilled += count;
         if (last) {
             job->phase = PHASE_DECODE;
-            srv_metrics_first_token(s->config.metrics, (double)(now_ns() - job->submitted_ns) / 1e9);
+            srv_counters_first_token(s->config.counters, (double)(now_ns() - job->submitted_ns) / 1e9);
             job_take_token(s, job, first); /* may finish (and free) the job */
         }
         return; /* one chunk per iteration: decode steps go between chunks */
@@ -888,7 +888,7 @@ static void *sched_main(void *arg)
         if (s->iter_decode_items) {
             uint64_t total = now_ns() - s->iter_start_ns;
             uint64_t core = total > s->iter_step_ns ? total - s->iter_step_ns : 0;
-            srv_metrics_decode_step(s->config.metrics, s->iter_decode_items, s->iter_decode_ns, core);
+            srv_counters_decode_step(s->config.counters, s->iter_decode_items, s->iter_decode_ns, core);
         }
     }
     /* Shutdown: every job still queued or active ends as cancelled. */

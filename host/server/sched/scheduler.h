@@ -53,7 +53,7 @@
 #include <gufo/ext/text_generation.h>
 
 #include "server/sched/cache.h"
-#include "server/routes/metrics.h"
+#include "server/counters.h"
 
 typedef struct srv_sched srv_sched;
 typedef struct srv_job srv_job;
@@ -67,6 +67,7 @@ typedef enum srv_finish {
     SRV_FINISH_ERROR,      /* a step failed; see srv_job_error() */
     SRV_FINISH_DEADLINE    /* its deadline (srv_job_params.timeout_ms) passed first -> 408 */
 } srv_finish;
+_Static_assert(SRV_FINISH_DEADLINE + 1 == SRV_FINISH_KINDS, "server/counters.h counts each srv_finish apart");
 
 /** What a job asks for; copied by srv_job_create(). */
 typedef struct srv_job_params {
@@ -88,7 +89,7 @@ typedef struct srv_sched_config {
     uint32_t max_queue;             /* jobs waiting for a session before submit says "full" */
     uint32_t cache_sessions;        /* finished sessions retained for reuse (0 = none); see server/sched/cache.h */
     gufo_memory *memory;            /* the model's pool (may be NULL): its pressure handler evicts retained sessions */
-    srv_metrics *metrics;           /* tokens, jobs, time to first token, step-time split (may be NULL) */
+    srv_counters *counters;         /* tokens, jobs, time to first token, step-time split (may be NULL) */
 } srv_sched_config;
 
 /** Gauges for /metrics; any thread. */
