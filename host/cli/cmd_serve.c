@@ -166,192 +166,242 @@ static int parse_capability(const cli_args *args, gufo_capability *out)
     return HOST_EXIT_OK;
 }
 
-static int run_serve(const host_context *ctx, const cli_args *args)
-{
+/* What the command line asks for, checked before anything is loaded. */
+typedef struct serve_config {
     gufo_capability capability;
-    int rc = parse_capability(args, &capability);
-    bool generates_text = capability == GUFO_CAPABILITY_TEXT_GENERATION;
+    bool generates_text;
+    const char *model_path;
+    gufo_sampling_params defaults; /* for requests that leave sampling fields out */
+    const char *api_key;           /* --api-key, else $GUFO_API_KEY; NULL: none */
+    uint64_t request_timeout_ms;   /* 0 = none */
+    uint32_t sessions;
+    uint32_t cache_sessions;
+    uint32_t queue;
+    bool verbose;
+} serve_config;
+
+/* What runs while serving; serve_stop() takes down whatever of it was started. Zero-initialise. */
+typedef struct serve_state {
+    host_model m;
+    char *model_name;
+    gufo_cancel *load_cancel;
+    srv_counters *counters;
+    srv_sched *sched;              /* text generation only */
+    srv_app app;
+    srv_http *http;
+    struct sigaction old_int, old_term;
+    bool signals;                  /* the shutdown handlers are installed */
+} serve_state;
+
+/* Reads and checks the command line (usage errors only; nothing is loaded yet). */
+static int serve_configure(const cli_args *args, serve_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    int rc = parse_capability(args, &cfg->capability);
+    cfg->generates_text = cfg->capability == GUFO_CAPABILITY_TEXT_GENERATION;
     if (rc != HOST_EXIT_OK)
         return rc;
-    const char *model_path = cli_args_string(args, "model");
-    if (!model_path) {
+    cfg->model_path = cli_args_string(args, "model");
+    if (!cfg->model_path) {
         host_usage_error("serve", "--model FILE is required (see gufo serve --help)");
         return HOST_EXIT_USAGE;
     }
-    gufo_sampling_params defaults;
-    gufo_sampling_params_default(&defaults);
+    gufo_sampling_params_default(&cfg->defaults);
     if (cli_args_value(args, "temperature")->given) {
-        defaults.temperature = (float)cli_args_float(args, "temperature");
+        cfg->defaults.temperature = (float)cli_args_float(args, "temperature");
         gufo_error err = {0};
-        if (gufo_sampling_params_validate(&defaults, &err) != GUFO_OK) {
+        if (gufo_sampling_params_validate(&cfg->defaults, &err) != GUFO_OK) {
             host_usage_error("serve", "%s", err.message);
             return HOST_EXIT_USAGE;
         }
     }
-    const char *api_key = cli_args_string(args, "api-key");
-    if (api_key && !api_key[0]) {
+    cfg->api_key = cli_args_string(args, "api-key");
+    if (cfg->api_key && !cfg->api_key[0]) {
         host_usage_error("serve", "--api-key must not be empty");
         return HOST_EXIT_USAGE;
     }
-    if (!api_key) {
+    if (!cfg->api_key) {
         const char *env = getenv("GUFO_API_KEY");
-        api_key = env && env[0] ? env : NULL;
+        cfg->api_key = env && env[0] ? env : NULL;
     }
-    uint64_t request_timeout_ms = 0;
     if (cli_args_value(args, "request-timeout")->given) {
         double seconds = cli_args_float(args, "request-timeout");
         if (!(seconds > 0) || seconds > 1e9) {
             host_usage_error("serve", "--request-timeout must be a positive number of seconds");
             return HOST_EXIT_USAGE;
         }
-        request_timeout_ms = (uint64_t)(seconds * 1000.0 + 0.5);
-        if (request_timeout_ms == 0)
-            request_timeout_ms = 1;
+        cfg->request_timeout_ms = (uint64_t)(seconds * 1000.0 + 0.5);
+        if (cfg->request_timeout_ms == 0)
+            cfg->request_timeout_ms = 1;
     }
-    bool verbose = cli_args_flag(args, "verbose");
-    gufo_log_set_level(verbose ? GUFO_LOG_DEBUG : GUFO_LOG_WARN);
+    cfg->sessions = (uint32_t)cli_args_int(args, "sessions");
+    cfg->cache_sessions = (uint32_t)cli_args_int(args, "cache-sessions");
+    cfg->queue = (uint32_t)cli_args_int(args, "queue");
+    cfg->verbose = cli_args_flag(args, "verbose");
+    return HOST_EXIT_OK;
+}
 
-    host_model m;
-    rc = host_model_select(ctx->registry, capability, model_path, verbose, &m);
-    if (rc != HOST_EXIT_OK) {
-        host_model_close(&m);
+/* Selects and creates the model; Ctrl-C while loading abandons the load. */
+static int serve_load_model(const host_context *ctx, const cli_args *args, const serve_config *cfg, serve_state *st)
+{
+    int rc = host_model_select(ctx->registry, cfg->capability, cfg->model_path, cfg->verbose, &st->m);
+    if (rc != HOST_EXIT_OK)
         return rc;
-    }
-    char *model_name = NULL;
     const char *name_opt = cli_args_string(args, "model-name");
-    model_name = name_opt ? strdup(name_opt) : default_model_name(model_path);
-    gufo_cancel *load_cancel = NULL;
-    if (!model_name || gufo_cancel_create(&load_cancel) != GUFO_OK) {
+    st->model_name = name_opt ? strdup(name_opt) : default_model_name(cfg->model_path);
+    if (!st->model_name || gufo_cancel_create(&st->load_cancel) != GUFO_OK) {
         host_error("out of memory");
-        free(model_name);
-        host_model_close(&m);
         return HOST_EXIT_FAILURE;
     }
-
-    /* Ctrl-C while loading abandons the load; afterwards SIGINT/SIGTERM mean "shut down". */
-    bool interrupt_installed = host_interrupt_install(load_cancel);
-    uint32_t sessions = (uint32_t)cli_args_int(args, "sessions");
-    uint32_t cache_sessions = (uint32_t)cli_args_int(args, "cache-sessions");
+    /* Afterwards SIGINT/SIGTERM mean "shut down" (install_shutdown). */
+    bool interrupt_installed = host_interrupt_install(st->load_cancel);
     const cli_value *budget = cli_args_value(args, "memory-budget");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     host_model_config config = {
-        .options = cli_args_extension_options(args, m.provider.extension),
-        .cancel = load_cancel,
+        .options = cli_args_extension_options(args, st->m.provider.extension),
+        .cancel = st->load_cancel,
         .n_threads = cli_args_value(args, "threads")->given ? (uint32_t)cli_args_int(args, "threads")
                                                             : (uint32_t)(cpus > 0 ? cpus : 1),
         .context_length = (uint32_t)cli_args_int(args, "context"),
         /* Retained sessions stay live in the model, so its session limit covers them too. Batch
          * capabilities (embeddings, decisions) have no sessions: their provider picks its batch. */
-        .max_sessions = generates_text ? sessions + cache_sessions : 0,
-        .max_batch = generates_text ? sessions : 0,
+        .max_sessions = cfg->generates_text ? cfg->sessions + cfg->cache_sessions : 0,
+        .max_batch = cfg->generates_text ? cfg->sessions : 0,
         .host_budget = budget->set ? budget->v.budget.host : 0,
         .device_budget = budget->set ? budget->v.budget.device : 0,
     };
-    rc = host_model_create(&m, &config);
+    rc = host_model_create(&st->m, &config);
     if (interrupt_installed)
         host_interrupt_remove();
     if (rc == HOST_EXIT_INTERRUPTED)
         host_error("interrupted while loading");
+    return rc;
+}
 
-    srv_sched *sched = NULL;
-    srv_counters *counters = NULL;
-    if (rc == HOST_EXIT_OK && !(counters = srv_counters_create())) {
+/*
+ * Loads the model, starts the scheduler (text generation only: the batch
+ * handlers call their model themselves), fills the handlers' srv_app, installs
+ * the shutdown signals and starts the HTTP layer on every route; then prints
+ * the one line on stdout that scripts (and the tests) wait for.
+ */
+static int serve_start(const host_context *ctx, const cli_args *args, const serve_config *cfg, serve_state *st)
+{
+    gufo_log_set_level(cfg->verbose ? GUFO_LOG_DEBUG : GUFO_LOG_WARN);
+    int rc = serve_load_model(ctx, args, cfg, st);
+    if (rc != HOST_EXIT_OK)
+        return rc;
+    if (!(st->counters = srv_counters_create())) {
         host_error("out of memory");
-        rc = HOST_EXIT_FAILURE;
+        return HOST_EXIT_FAILURE;
     }
-    /* Only text generation runs through the scheduler; the batch handlers call their model themselves. */
-    if (rc == HOST_EXIT_OK && generates_text) {
+    if (cfg->generates_text) {
         srv_sched_config sc = {
-            .provider = m.provider.provider,
-            .model = m.model,
+            .provider = st->m.provider.provider,
+            .model = st->m.model,
             .context_length = (uint32_t)cli_args_int(args, "context"),
-            .max_sessions = sessions,
-            .max_queue = (uint32_t)cli_args_int(args, "queue"),
-            .cache_sessions = cache_sessions,
-            .memory = m.memory,
-            .counters = counters,
+            .max_sessions = cfg->sessions,
+            .max_queue = cfg->queue,
+            .cache_sessions = cfg->cache_sessions,
+            .memory = st->m.memory,
+            .counters = st->counters,
         };
-        rc = srv_sched_start(&sc, &sched);
+        rc = srv_sched_start(&sc, &st->sched);
+        if (rc != HOST_EXIT_OK)
+            return rc;
     }
+    srv_app *app = &st->app;
+    app->provider = st->m.provider.provider;
+    app->tg = cfg->generates_text ? st->m.provider.provider->iface : NULL;
+    app->model = st->m.model;
+    app->sched = st->sched;
+    app->model_id = st->model_name;
+    app->context_length = st->sched ? srv_sched_context(st->sched) : 0;
+    app->created = time(NULL);
+    app->defaults = cfg->defaults;
+    app->request_timeout_ms = cfg->request_timeout_ms;
+    atomic_init(&app->next_id, 0);
+    app->counters = st->counters;
+    app->memory = st->m.memory;
+    /* Installed before the daemon starts so no signal can slip between "listening" and "watched". */
+    st->signals = install_shutdown(&st->old_int, &st->old_term);
+    if (!st->signals) {
+        host_error("cannot install the SIGINT/SIGTERM handlers: %s", strerror(errno));
+        return HOST_EXIT_FAILURE;
+    }
+    size_t n_routes = 0;
+    srv_http_config hc = {
+        .host = cli_args_string(args, "host"),
+        .port = (uint16_t)cli_args_int(args, "port"),
+        .api_key = cfg->api_key,
+        .max_body = (size_t)cli_args_int(args, "max-body"),
+        /* Room for every session and every queued request, plus cheap requests (health, models). */
+        .max_connections = cfg->sessions + cfg->queue + 64,
+        .routes = srv_routes(&n_routes),
+        .n_routes = n_routes,
+        .app = app,
+        .counters = st->counters,
+        .idle_timeout_s = (unsigned)cli_args_int(args, "idle-timeout"),
+        .header_timeout_s = (unsigned)cli_args_int(args, "header-timeout"),
+        .body_timeout_s = (unsigned)cli_args_int(args, "body-timeout"),
+    };
+    rc = srv_http_start(&hc, &st->http);
+    if (rc != HOST_EXIT_OK)
+        return rc;
+    if (cfg->generates_text)
+        printf("gufo: serving %s (%s) on http://%s:%u/v1 — context %u, %u sessions%s\n", app->model_id,
+               st->m.provider.decl->id, hc.host, (unsigned)srv_http_port(st->http), app->context_length,
+               cfg->sessions, cfg->api_key ? ", API key required" : "");
+    else
+        printf("gufo: serving %s (%s, %s) on http://%s:%u/v1%s\n", app->model_id, st->m.provider.decl->id,
+               gufo_capability_name(cfg->capability), hc.host, (unsigned)srv_http_port(st->http),
+               cfg->api_key ? " — API key required" : "");
+    fflush(stdout);
+    return HOST_EXIT_OK;
+}
 
-    srv_app app;
-    memset(&app, 0, sizeof app);
-    srv_http *http = NULL;
-    struct sigaction old_int, old_term;
-    bool signals = false;
-    if (rc == HOST_EXIT_OK) {
-        app.provider = m.provider.provider;
-        app.tg = generates_text ? m.provider.provider->iface : NULL;
-        app.model = m.model;
-        app.sched = sched;
-        app.model_id = model_name;
-        app.context_length = sched ? srv_sched_context(sched) : 0;
-        app.created = time(NULL);
-        app.defaults = defaults;
-        app.request_timeout_ms = request_timeout_ms;
-        atomic_init(&app.next_id, 0);
-        app.counters = counters;
-        app.memory = m.memory;
-        /* Installed before the daemon starts so no signal can slip between "listening" and "watched". */
-        signals = install_shutdown(&old_int, &old_term);
-        if (!signals) {
-            host_error("cannot install the SIGINT/SIGTERM handlers: %s", strerror(errno));
-            rc = HOST_EXIT_FAILURE;
-        }
+/* Serves until SIGINT or SIGTERM. */
+static void serve_wait(void)
+{
+    while (sem_wait(&shutdown_sem) != 0 && errno == EINTR) {
+        /* interrupted by a signal before the post: wait again */
     }
-    if (rc == HOST_EXIT_OK) {
-        uint32_t queue = (uint32_t)cli_args_int(args, "queue");
-        size_t n_routes = 0;
-        srv_http_config hc = {
-            .host = cli_args_string(args, "host"),
-            .port = (uint16_t)cli_args_int(args, "port"),
-            .api_key = api_key,
-            .max_body = (size_t)cli_args_int(args, "max-body"),
-            /* Room for every session and every queued request, plus cheap requests (health, models). */
-            .max_connections = sessions + queue + 64,
-            .routes = srv_routes(&n_routes),
-            .n_routes = n_routes,
-            .app = &app,
-            .counters = counters,
-            .idle_timeout_s = (unsigned)cli_args_int(args, "idle-timeout"),
-            .header_timeout_s = (unsigned)cli_args_int(args, "header-timeout"),
-            .body_timeout_s = (unsigned)cli_args_int(args, "body-timeout"),
-        };
-        rc = srv_http_start(&hc, &http);
-    }
-    if (rc == HOST_EXIT_OK) {
-        /* One line on stdout that scripts (and the tests) wait for. */
-        if (generates_text)
-            printf("gufo: serving %s (%s) on http://%s:%u/v1 — context %u, %u sessions%s\n", app.model_id,
-                   m.provider.decl->id, cli_args_string(args, "host"), (unsigned)srv_http_port(http),
-                   app.context_length, sessions, api_key ? ", API key required" : "");
-        else
-            printf("gufo: serving %s (%s, %s) on http://%s:%u/v1%s\n", app.model_id, m.provider.decl->id,
-                   gufo_capability_name(capability), cli_args_string(args, "host"), (unsigned)srv_http_port(http),
-                   api_key ? " — API key required" : "");
-        fflush(stdout);
-        while (sem_wait(&shutdown_sem) != 0 && errno == EINTR) {
-            /* interrupted by a signal before the post: wait again */
-        }
-        fprintf(stderr, "gufo: %s: shutting down\n", shutdown_signal == SIGTERM ? "SIGTERM" : "SIGINT");
-    }
+    fprintf(stderr, "gufo: %s: shutting down\n", shutdown_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* Takes down whatever serve_start() started, in the reverse order; also after a failed start. */
+static void serve_stop(serve_state *st, const serve_config *cfg)
+{
     /* Order matters: cancel the jobs first so HTTP threads waiting on them
      * return, then stop the daemon (which joins those threads). */
-    if (sched)
-        srv_sched_stop(sched, "server shutting down");
-    srv_http_stop(http);
-    srv_sched_destroy(sched);
-    srv_counters_destroy(counters);
-    if (signals) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
+    if (st->sched)
+        srv_sched_stop(st->sched, "server shutting down");
+    srv_http_stop(st->http);
+    srv_sched_destroy(st->sched);
+    srv_counters_destroy(st->counters);
+    if (st->signals) {
+        sigaction(SIGINT, &st->old_int, NULL);
+        sigaction(SIGTERM, &st->old_term, NULL);
         sem_destroy(&shutdown_sem);
     }
-    if (verbose && m.model)
-        host_model_print_memory(&m);
-    host_model_close(&m);
-    gufo_cancel_destroy(load_cancel);
-    free(model_name);
+    if (cfg->verbose && st->m.model)
+        host_model_print_memory(&st->m);
+    host_model_close(&st->m);
+    gufo_cancel_destroy(st->load_cancel);
+    free(st->model_name);
+}
+
+static int run_serve(const host_context *ctx, const cli_args *args)
+{
+    serve_config cfg;
+    int rc = serve_configure(args, &cfg);
+    if (rc != HOST_EXIT_OK)
+        return rc;
+    serve_state st;
+    memset(&st, 0, sizeof st);
+    rc = serve_start(ctx, args, &cfg, &st);
+    if (rc == HOST_EXIT_OK)
+        serve_wait();
+    serve_stop(&st, &cfg);
     return rc;
 }
 
