@@ -9,6 +9,7 @@
 
 #include "run/command_driver.h"
 #include "cli/interrupt.h"
+#include "cli/shared_options.h"
 #include "run/report.h"
 #include "run/tokenize.h"
 #include <gufo/host/cancel.h>
@@ -56,20 +57,13 @@ int host_loaded_open(const host_context *ctx, const cli_args *args, const char *
     if (!out->interrupt_installed)
         host_error("cannot watch for Ctrl-C; it will end the process instead of stopping between steps");
 
-    const cli_value *budget = cli_args_value(args, "memory-budget");
-    const cli_value *threads = cli_args_value(args, "threads");
-    const cli_value *context = cli_args_value(args, "context");
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     host_model_config config = {
         .options = cli_args_extension_options(args, out->m.provider.extension),
         .cancel = out->cancel,
-        .n_threads = threads && threads->given ? (uint32_t)threads->v.i : (uint32_t)(cpus > 0 ? cpus : 1),
-        .context_length = context && context->set ? (uint32_t)context->v.i : 0,
         .max_sessions = 1,
         .max_batch = 1,
-        .host_budget = budget && budget->set ? budget->v.budget.host : 0,
-        .device_budget = budget && budget->set ? budget->v.budget.device : 0,
     };
+    cli_model_config_from_args(args, &config);
     rc = host_model_create(&out->m, &config);
     if (rc == HOST_EXIT_INTERRUPTED)
         host_error("interrupted while loading");

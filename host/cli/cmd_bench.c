@@ -37,12 +37,13 @@
 
 #include "cli/bench_common.h"
 #include "cli/command.h"
+#include "cli/shared_options.h"
 #include "run/report.h"
 
 #define BENCH_MAX_DEPTHS 64
 
 static const cli_option bench_options[] = {
-    {.name = "model", .type = CLI_STRING, .metavar = "FILE", .help = "The model file to measure (required)."},
+    CLI_OPTION_MODEL("The model file to measure (required)."),
     {.name = "n-prompt", .short_name = 'p', .type = CLI_INT, .metavar = "N", .min = 0, .max = INT32_MAX,
      .default_value = "512", .help = "Prompt tokens per prompt-processing test; 0 = no such test."},
     {.name = "n-gen", .short_name = 'n', .type = CLI_INT, .metavar = "N", .min = 0, .max = INT32_MAX,
@@ -51,10 +52,8 @@ static const cli_option bench_options[] = {
      .help = "Tokens already in the session before each test (not timed), comma-separated."},
     {.name = "repetitions", .short_name = 'r', .type = CLI_INT, .metavar = "N", .min = 1, .max = 100000,
      .default_value = "5", .help = "Runs of each test; the table shows mean and standard deviation."},
-    {.name = "threads", .short_name = 't', .type = CLI_INT, .metavar = "N", .min = 1, .max = 4096,
-     .help = "CPU threads the model may use (default: the number of online CPUs)."},
-    {.name = "memory-budget", .type = CLI_BUDGET, .metavar = "SIZE",
-     .help = "Most memory the model may use (512M, 4G, or host=8G,device=20G); 0 = no limit (default)."},
+    CLI_OPTION_THREADS('t'),
+    CLI_OPTION_MEMORY_BUDGET("Most memory the model may use (512M, 4G, or host=8G,device=20G); 0 = no limit (default)."),
     {.name = "seed", .type = CLI_INT, .metavar = "N", .min = 0, .max = INT64_MAX, .default_value = "1234",
      .help = "Seed of the random token ids."},
     {.name = "json", .type = CLI_FLAG, .help = "Print a JSON array with one object per test instead of the table."},
@@ -732,9 +731,7 @@ static int run_bench(const host_context *ctx, const cli_args *args)
         if (l.driver) {
             rc = host_loaded_run_driver(&l, args, "bench");
         } else {
-            long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-            const cli_value *threads = cli_args_value(args, "threads");
-            rc = run_generic(&l, &plan, threads->given ? (uint32_t)threads->v.i : (uint32_t)(cpus > 0 ? cpus : 1));
+            rc = run_generic(&l, &plan, cli_threads_from_args(args));
         }
     }
     if (plan.verbose && l.m.model)

@@ -46,39 +46,20 @@
 #include "cli/interrupt.h"
 #include "cli/line_input.h"
 #include "run/report.h"
-#include "cli/sampling_args.h"
+#include "cli/shared_options.h"
 #include "run/text_loop.h"
 
 static const char *const reuse_choices[] = {"auto", "snapshot", "off", NULL};
 
 static const cli_option chat_options[] = {
-    {.name = "model", .type = CLI_STRING, .metavar = "FILE", .help = "The model file to run (required)."},
+    CLI_OPTION_MODEL("The model file to run (required)."),
     {.name = "system", .type = CLI_STRING, .metavar = "TEXT", .help = "System message at the start of the conversation."},
-    {.name = "threads", .type = CLI_INT, .metavar = "N", .min = 1, .max = 4096,
-     .help = "CPU threads the model may use (default: the number of online CPUs)."},
-    {.name = "memory-budget", .type = CLI_BUDGET, .metavar = "SIZE",
-     .help = "Most memory the model may use, for host and device alike (512M, 4G), or each on its own "
-             "(host=8G,device=20G); 0 = no limit (default)."},
-    {.name = "context", .type = CLI_INT, .metavar = "N", .min = 0, .max = UINT32_MAX,
-     .help = "Tokens the conversation may hold (default: the model's context length)."},
+    CLI_OPTION_THREADS(0),
+    CLI_OPTION_MEMORY_BUDGET(CLI_HELP_MEMORY_BUDGET),
+    CLI_OPTION_CONTEXT("Tokens the conversation may hold (default: the model's context length)."),
     {.name = "n-predict", .short_name = 'n', .type = CLI_INT, .metavar = "N", .min = -1, .max = INT32_MAX,
      .default_value = "-1", .help = "Most new tokens per reply; -1 = until the model ends its turn or the context is full."},
-    {.name = "temperature", .type = CLI_FLOAT, .metavar = "T", .default_value = "0.8",
-     .help = "Sampling temperature; 0 = greedy."},
-    {.name = "top-k", .type = CLI_INT, .metavar = "K", .min = 0, .max = INT32_MAX, .default_value = "40",
-     .help = "Sample among the K most likely tokens; 0 = off."},
-    {.name = "top-p", .type = CLI_FLOAT, .metavar = "P", .default_value = "0.95",
-     .help = "Nucleus sampling threshold; 1 = off."},
-    {.name = "min-p", .type = CLI_FLOAT, .metavar = "P", .default_value = "0.05",
-     .help = "Drop tokens less likely than P times the most likely one; 0 = off."},
-    {.name = "seed", .type = CLI_INT, .metavar = "N", .min = 0, .max = INT64_MAX,
-     .help = "Sampling RNG seed; equal seeds give equal conversations (default: the runtime's fixed seed)."},
-    {.name = "repeat-penalty", .type = CLI_FLOAT, .metavar = "X", .default_value = "1.0",
-     .help = "Penalty for repeating recent tokens; 1 = off."},
-    {.name = "presence-penalty", .type = CLI_FLOAT, .metavar = "X", .default_value = "0.0",
-     .help = "OpenAI presence penalty; 0 = off."},
-    {.name = "frequency-penalty", .type = CLI_FLOAT, .metavar = "X", .default_value = "0.0",
-     .help = "OpenAI frequency penalty; 0 = off."},
+    CLI_OPTIONS_SAMPLING("Sampling RNG seed; equal seeds give equal conversations (default: the runtime's fixed seed)."),
     {.name = "no-thinking", .type = CLI_FLAG,
      .help = "Ask the chat template to switch reasoning off (for models that have such a switch)."},
     {.name = "reuse", .type = CLI_CHOICE, .metavar = "HOW", .default_value = "auto", .choices = reuse_choices,

@@ -26,39 +26,20 @@
 #include "cli/interrupt.h"
 #include "run/model_loader.h"
 #include "run/report.h"
-#include "cli/sampling_args.h"
+#include "cli/shared_options.h"
 #include "run/text_loop.h"
 
 /* Sampling defaults shown in help are the ones sampling.h documents for
  * gufo_sampling_params_default(); the values used come from that function,
  * and an option only overrides them when given. */
 static const cli_option prompt_options[] = {
-    {.name = "model", .type = CLI_STRING, .metavar = "FILE", .help = "The model file to run (required)."},
-    {.name = "threads", .type = CLI_INT, .metavar = "N", .min = 1, .max = 4096,
-     .help = "CPU threads the model may use (default: the number of online CPUs)."},
-    {.name = "memory-budget", .type = CLI_BUDGET, .metavar = "SIZE",
-     .help = "Most memory the model may use, for host and device alike (512M, 4G), or each on its own "
-             "(host=8G,device=20G); 0 = no limit (default)."},
-    {.name = "context", .type = CLI_INT, .metavar = "N", .min = 0, .max = UINT32_MAX,
-     .help = "Tokens the session may hold (default: the model's context length)."},
+    CLI_OPTION_MODEL("The model file to run (required)."),
+    CLI_OPTION_THREADS(0),
+    CLI_OPTION_MEMORY_BUDGET(CLI_HELP_MEMORY_BUDGET),
+    CLI_OPTION_CONTEXT("Tokens the session may hold (default: the model's context length)."),
     {.name = "n-predict", .short_name = 'n', .type = CLI_INT, .metavar = "N", .min = -1, .max = INT32_MAX,
      .default_value = "128", .help = "Most new tokens to generate; -1 = until the model stops or the context is full."},
-    {.name = "temperature", .type = CLI_FLOAT, .metavar = "T", .default_value = "0.8",
-     .help = "Sampling temperature; 0 = greedy."},
-    {.name = "top-k", .type = CLI_INT, .metavar = "K", .min = 0, .max = INT32_MAX, .default_value = "40",
-     .help = "Sample among the K most likely tokens; 0 = off."},
-    {.name = "top-p", .type = CLI_FLOAT, .metavar = "P", .default_value = "0.95",
-     .help = "Nucleus sampling threshold; 1 = off."},
-    {.name = "min-p", .type = CLI_FLOAT, .metavar = "P", .default_value = "0.05",
-     .help = "Drop tokens less likely than P times the most likely one; 0 = off."},
-    {.name = "seed", .type = CLI_INT, .metavar = "N", .min = 0, .max = INT64_MAX,
-     .help = "Sampling RNG seed; equal seeds give equal output (default: the runtime's fixed seed)."},
-    {.name = "repeat-penalty", .type = CLI_FLOAT, .metavar = "X", .default_value = "1.0",
-     .help = "Penalty for repeating recent tokens; 1 = off."},
-    {.name = "presence-penalty", .type = CLI_FLOAT, .metavar = "X", .default_value = "0.0",
-     .help = "OpenAI presence penalty; 0 = off."},
-    {.name = "frequency-penalty", .type = CLI_FLOAT, .metavar = "X", .default_value = "0.0",
-     .help = "OpenAI frequency penalty; 0 = off."},
+    CLI_OPTIONS_SAMPLING("Sampling RNG seed; equal seeds give equal output (default: the runtime's fixed seed)."),
     {.name = "speculative", .type = CLI_SPECULATIVE, .metavar = "METHOD", .default_value = "off",
      .help = "Speculative decoding method; the model's provider must offer it."},
     {.name = "system", .type = CLI_STRING, .metavar = "TEXT",
@@ -253,19 +234,13 @@ static int run_prompt(const host_context *ctx, const cli_args *args)
     if (!interrupt_installed)
         host_error("cannot watch for Ctrl-C; it will end the process instead of stopping between steps");
 
-    const cli_value *budget = cli_args_value(args, "memory-budget");
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     host_model_config config = {
         .options = cli_args_extension_options(args, m.provider.extension),
         .cancel = cancel,
-        .n_threads = cli_args_value(args, "threads")->given ? (uint32_t)cli_args_int(args, "threads")
-                                                            : (uint32_t)(cpus > 0 ? cpus : 1),
-        .context_length = (uint32_t)cli_args_int(args, "context"),
         .max_sessions = 1,
         .max_batch = 1,
-        .host_budget = budget->set ? budget->v.budget.host : 0,
-        .device_budget = budget->set ? budget->v.budget.device : 0,
     };
+    cli_model_config_from_args(args, &config);
     rc = host_model_create(&m, &config);
     if (rc == HOST_EXIT_INTERRUPTED)
         host_error("interrupted while loading");

@@ -28,6 +28,7 @@
 
 #include "cli/command.h"
 #include "cli/interrupt.h"
+#include "cli/shared_options.h"
 #include "run/model_loader.h"
 #include "run/report.h"
 #include "server/counters.h"
@@ -37,7 +38,7 @@
 #include "server/sched/scheduler.h"
 
 static const cli_option serve_options[] = {
-    {.name = "model", .type = CLI_STRING, .metavar = "FILE", .help = "The model file to serve (required)."},
+    CLI_OPTION_MODEL("The model file to serve (required)."),
     {.name = "host", .type = CLI_STRING, .metavar = "ADDR", .default_value = "127.0.0.1",
      .help = "Address to listen on. The default accepts only this machine; 0.0.0.0 or :: expose the server to "
              "the network (use --api-key then)."},
@@ -47,8 +48,7 @@ static const cli_option serve_options[] = {
      .help = "Require 'Authorization: Bearer KEY' on /v1/* (default: no key). Also read from $GUFO_API_KEY."},
     {.name = "model-name", .type = CLI_STRING, .metavar = "NAME",
      .help = "The model id that /v1/models lists and requests name (default: the file name without .gguf)."},
-    {.name = "context", .type = CLI_INT, .metavar = "N", .min = 0, .max = UINT32_MAX,
-     .help = "Tokens each session may hold (default: the model's context length)."},
+    CLI_OPTION_CONTEXT("Tokens each session may hold (default: the model's context length)."),
     {.name = "sessions", .type = CLI_INT, .metavar = "N", .min = 1, .max = 4096, .default_value = "4",
      .help = "Requests generating at once, batched into one decode step (capped by the model's limit)."},
     {.name = "cache-sessions", .type = CLI_INT, .metavar = "N", .min = 0, .max = 4096, .default_value = "4",
@@ -58,11 +58,8 @@ static const cli_option serve_options[] = {
      .help = "Requests that may wait for a session; beyond that the server answers 429."},
     {.name = "max-body", .type = CLI_INT, .metavar = "BYTES", .min = 1024, .max = INT32_MAX,
      .default_value = "1048576", .help = "Largest request body; bigger ones get 413."},
-    {.name = "threads", .type = CLI_INT, .metavar = "N", .min = 1, .max = 4096,
-     .help = "CPU threads the model may use (default: the number of online CPUs)."},
-    {.name = "memory-budget", .type = CLI_BUDGET, .metavar = "SIZE",
-     .help = "Most memory the model may use, for host and device alike (512M, 4G), or each on its own "
-             "(host=8G,device=20G); 0 = no limit (default)."},
+    CLI_OPTION_THREADS(0),
+    CLI_OPTION_MEMORY_BUDGET(CLI_HELP_MEMORY_BUDGET),
     {.name = "idle-timeout", .type = CLI_INT, .metavar = "SECONDS", .min = 0, .max = 86400, .default_value = "60",
      .help = "Close a connection that sends nothing for this long: before or between requests, or half-way "
              "through one (never while its answer is being worked on or streamed); 0 = never."},
@@ -255,21 +252,15 @@ static int serve_load_model(const host_context *ctx, const cli_args *args, const
     }
     /* Afterwards SIGINT/SIGTERM mean "shut down" (install_shutdown). */
     bool interrupt_installed = host_interrupt_install(st->load_cancel);
-    const cli_value *budget = cli_args_value(args, "memory-budget");
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     host_model_config config = {
         .options = cli_args_extension_options(args, st->m.provider.extension),
         .cancel = st->load_cancel,
-        .n_threads = cli_args_value(args, "threads")->given ? (uint32_t)cli_args_int(args, "threads")
-                                                            : (uint32_t)(cpus > 0 ? cpus : 1),
-        .context_length = (uint32_t)cli_args_int(args, "context"),
         /* Retained sessions stay live in the model, so its session limit covers them too. Batch
          * capabilities (embeddings, decisions) have no sessions: their provider picks its batch. */
         .max_sessions = cfg->generates_text ? cfg->sessions + cfg->cache_sessions : 0,
         .max_batch = cfg->generates_text ? cfg->sessions : 0,
-        .host_budget = budget->set ? budget->v.budget.host : 0,
-        .device_budget = budget->set ? budget->v.budget.device : 0,
     };
+    cli_model_config_from_args(args, &config);
     rc = host_model_create(&st->m, &config);
     if (interrupt_installed)
         host_interrupt_remove();

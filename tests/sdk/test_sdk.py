@@ -427,7 +427,7 @@ class ManifestTests(SdkTestCase):
         sys.path.insert(0, str(SRC / "sdk" / "tools"))
         import gufo_sdk
         declared = set()
-        for source in sorted((SRC / "host").rglob("*.c")):
+        for source in sorted((SRC / "host").rglob("*.[ch]")):
             declared |= set(re.findall(r'\{\.name = "([a-z0-9-]+)"', source.read_text()))
         self.assertGreater(len(declared), 20, "host option tables not found (cli_option .name = ...)")
         self.assertEqual(sorted(declared - set(gufo_sdk.RESERVED_OPTIONS)), [],

@@ -1,7 +1,25 @@
-/* host/cli/sampling_args.c — sampling parameters from a command's options (cli/sampling_args.h). */
-#include "cli/sampling_args.h"
+/* host/cli/shared_options.c — see cli/shared_options.h. */
+#include "cli/shared_options.h"
+
+#include <unistd.h>
 
 #include "run/report.h"
+
+uint32_t cli_threads_from_args(const cli_args *args)
+{
+    const cli_value *threads = cli_args_value(args, "threads");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return threads && threads->given ? (uint32_t)threads->v.i : (uint32_t)(cpus > 0 ? cpus : 1);
+}
+
+void cli_model_config_from_args(const cli_args *args, host_model_config *config)
+{
+    const cli_value *budget = cli_args_value(args, "memory-budget");
+    config->n_threads = cli_threads_from_args(args);
+    config->context_length = (uint32_t)cli_args_int(args, "context");
+    config->host_budget = budget && budget->set ? budget->v.budget.host : 0;
+    config->device_budget = budget && budget->set ? budget->v.budget.device : 0;
+}
 
 int host_sampling_from_args(const cli_args *args, const char *command, gufo_sampling_params *params)
 {
