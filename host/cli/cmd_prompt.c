@@ -11,7 +11,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <gufo/host/cancel.h>
 #include <gufo/host/log.h>

@@ -4,11 +4,13 @@
  *
  * The positional capability (default llm = text generation) picks which
  * providers the registry's probes ask, exactly as for `gufo prompt`; nothing
- * here knows which model runs. Start-up: select and load the model, start the
+ * here knows which model runs. Four steps: serve_configure() checks the
+ * command line; serve_start() selects and loads the model, starts the
  * scheduler thread for a text generation model (the only caller of its
  * steps; embeddings and decisions handlers call their model under a lock of
- * their own), then the HTTP daemon. Endpoints of other capabilities answer
- * 501 (server/routes/routes.c). SIGINT or SIGTERM shut down in the reverse order: stop taking
+ * their own), then the HTTP daemon on every route (server/routes/routes.c;
+ * endpoints of other capabilities answer 501); serve_wait() serves until
+ * SIGINT or SIGTERM; serve_stop() shuts down in the reverse order: stop taking
  * requests, cancel every job and return its session, stop the HTTP threads,
  * free the model.
  */
@@ -18,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <gufo/host/log.h>
 #include <gufo/ext/provider.h>
