@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test Gufo has, the way CI does:
-#   1. API ledger and boundary checks over the git history and the tree
+#   1. API ledger and boundary checks over the git history and the tree, and the host's rooms
 #   2. a warnings-as-errors build and the whole CTest suite
 #   3. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   4. short libFuzzer runs of every fuzz target over the committed seed corpora
@@ -33,6 +33,7 @@ stage() {  # stage NAME COMMAND...
 ledger() {
     "$python" sdk/tools/gufo_sdk.py check-api-records --repo "$root"
     "$python" sdk/tools/gufo_sdk.py check-boundaries --root "$root"
+    "$python" tools/check_host_rooms.py --root "$root/host"
 }
 
 build_and_test() {  # build_and_test DIR CMAKE_ARGS...

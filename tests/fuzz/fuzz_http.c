@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "server_anthropic.h"
+#include "server/routes/anthropic.h"
 
 /* The message member of an error document, wherever its shape keeps it. */
 static const char *error_message(const cJSON *doc)

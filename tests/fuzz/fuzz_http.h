@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server_request.h"
+#include "server/routes/request.h"
 
 /** Which error document the endpoint answers with. */
 typedef enum fuzz_error_shape { FUZZ_ERROR_OPENAI, FUZZ_ERROR_ANTHROPIC } fuzz_error_shape;

@@ -22,7 +22,7 @@
 #include "fuzz_check.h"
 #include "fuzz_http.h"
 #include "fuzz_model.h"
-#include "server_anthropic.h"
+#include "server/routes/anthropic.h"
 
 static fuzz_model *g_model;
 

@@ -20,7 +20,7 @@
 #include "fuzz_check.h"
 #include "fuzz_http.h"
 #include "fuzz_model.h"
-#include "server_decisions.h"
+#include "server/routes/decisions.h"
 
 static fuzz_model *g_model;
 static gufo_decisions_info g_info;

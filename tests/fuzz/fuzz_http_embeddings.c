@@ -22,7 +22,7 @@
 #include "fuzz_check.h"
 #include "fuzz_http.h"
 #include "fuzz_model.h"
-#include "server_embeddings.h"
+#include "server/routes/embeddings.h"
 
 static fuzz_model *g_model;
 static gufo_embeddings_info g_info;

@@ -1,11 +1,11 @@
-/* libFuzzer target for the server's request-head check (host/server_head.c),
+/* libFuzzer target for the server's request-head check (host/server/http/head.c),
  * the first code that reads what a client sends: the connection gate runs it
  * on the bytes a connection has sent so far, again as more arrive, and
  * libmicrohttpd only ever sees heads it let through.
  *
  * Input: the bytes a connection sent. Besides not crashing or reading past
  * the bytes (the input is copied to a buffer of exactly its size), the
- * promises of server_head.h are checked:
+ * promises of server/http/head.h are checked:
  *  - the verdict over growing prefixes is INCOMPLETE ... then either COMPLETE
  *    with one fixed length or REFUSED with one fixed status: more bytes never
  *    change a verdict, so checking again as bytes arrive is sound;
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "server_head.h"
+#include "server/http/head.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -15,7 +15,7 @@
 #include "fuzz_check.h"
 #include "fuzz_http.h"
 #include "fuzz_model.h"
-#include "server_responses.h"
+#include "server/routes/responses.h"
 
 static fuzz_model *g_model;
 

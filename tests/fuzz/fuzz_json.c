@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_json.c — libFuzzer target for the JSON helpers: the
- * host's (server_request.h: the UTF-8 check and body parser every endpoint
+ * host's (server/routes/request.h: the UTF-8 check and body parser every endpoint
  * runs first, the field readers, sampling, inputs, the tools a chat carries)
  * and the text model's own JSON readers, reached through the public
  * interface (tools_json and tool-call arguments in render_chat, call bodies

@@ -12,7 +12,7 @@
 #include <gufo_registry_populate.h>
 
 #include "fuzz_check.h"
-#include "report.h"
+#include "run/report.h"
 
 static fuzz_model g_model;
 static bool g_loaded;
@@ -46,7 +46,7 @@ fuzz_model *fuzz_model_load(gufo_capability capability, const char *env_name, co
     if (host_model_create(&m->host, &config) != HOST_EXIT_OK)
         skip("the %s provider could not load %s", m->host.provider.decl->id, path);
 
-    /* The server's view, as cmd_serve.c fills it; no scheduler: nothing is generated. */
+    /* The server's view, as cli/cmd_serve.c fills it; no scheduler: nothing is generated. */
     srv_app *app = &m->app;
     app->provider = m->host.provider.provider;
     app->model = m->host.model;

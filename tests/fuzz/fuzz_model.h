@@ -18,8 +18,8 @@
 #include <gufo/ext/text_generation.h>
 #include <gufo/host/registry.h>
 
-#include "model_loader.h"
-#include "server_openai.h"
+#include "run/model_loader.h"
+#include "server/routes/openai.h"
 
 /** The name the server's view of the model answers to (requests may name it in "model"). */
 #define FUZZ_MODEL_ID "gufo-fuzz"

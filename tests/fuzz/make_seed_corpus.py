@@ -219,7 +219,7 @@ def chat_template_inputs():
 def request_heads():
     """What clients send before a body: the heads the OpenAI and Anthropic
     clients, curl and a browser send, and one of each kind the head check
-    refuses (host/server_head.h), so the fuzzer starts on both sides of it."""
+    refuses (host/server/http/head.h), so the fuzzer starts on both sides of it."""
     body = b'{"model":"gufo-fuzz","messages":[{"role":"user","content":"hi"}]}'
     openai = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: application/json\r\n"
               b"Content-Type: application/json\r\nUser-Agent: OpenAI/JS 5.0.0\r\nAuthorization: Bearer sk-test\r\n"

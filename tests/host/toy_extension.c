@@ -2,7 +2,7 @@
  *
  * The real `gufo` binary only has the extensions the build found, and none of
  * them may generate text yet. The test binary gufo_host_toy is the same host
- * (host/main.c and the gufo_host_cli objects) with a hand-written registry
+ * (host/cli/main.c and the gufo_host_cli objects) with a hand-written registry
  * (toy_registry.c) holding these providers, all of which accept a GGUF whose
  * general.architecture is "gufo-host-toy":
  *

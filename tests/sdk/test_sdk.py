@@ -427,7 +427,7 @@ class ManifestTests(SdkTestCase):
         sys.path.insert(0, str(SRC / "sdk" / "tools"))
         import gufo_sdk
         declared = set()
-        for source in sorted((SRC / "host").glob("*.c")):
+        for source in sorted((SRC / "host").rglob("*.[ch]")):
             declared |= set(re.findall(r'\{\.name = "([a-z0-9-]+)"', source.read_text()))
         self.assertGreater(len(declared), 20, "host option tables not found (cli_option .name = ...)")
         self.assertEqual(sorted(declared - set(gufo_sdk.RESERVED_OPTIONS)), [],
@@ -734,7 +734,7 @@ class BuildRuleTests(SdkTestCase):
         shutil.rmtree(project.parent, ignore_errors=True)
         expected = plant_audit_cases(project / "models")
         # A Gufo checkout next to the installed SDK: its real host and runtime headers.
-        intruder = plant_intruder(project / "models" / "intruder", SRC / "host" / "server_sched.h",
+        intruder = plant_intruder(project / "models" / "intruder", SRC / "host" / "server" / "sched" / "cache.h",
                                   SRC / "runtime" / "internal.h")
         (project / "CMakeLists.txt").write_text(
             "cmake_minimum_required(VERSION 3.25)\nproject(planted C)\nfind_package(GufoExt REQUIRED)\n"
@@ -751,7 +751,7 @@ class BuildRuleTests(SdkTestCase):
         # What the build catches, the source check reports too, for the tree as written.
         rc, out = tool("check-boundaries", "--root", project / "models" / "intruder")
         self.assertEqual(rc, 1, out)
-        self.assertIn(f"a.c:2: extension code includes '{SRC / 'host' / 'server_sched.h'}' by an absolute path", out)
+        self.assertIn(f"a.c:2: extension code includes '{SRC / 'host' / 'server' / 'sched' / 'cache.h'}' by an absolute path", out)
         self.assertIn("own.h:2: extension code includes '../", out)
 
 
