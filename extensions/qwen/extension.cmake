@@ -16,6 +16,7 @@ set(qwen_chat_sources
     src/chat_template.c
     src/chat_template_qwen35.c
     src/tool_calls.c
+    src/tool_call_xml.c
     src/pyjson.c
 )
 # -- model: probe, hyperparameters, weights, CPU forward, sessions, provider
@@ -113,6 +114,9 @@ if(TARGET qwen_chat_tests)
     set_tests_properties(qwen.qwen_chat_reference_fresh PROPERTIES
                          LABELS "extension;extension:qwen" SKIP_RETURN_CODE 77)
 endif()
+# The Qwen3.5/3.8 parser (XML calls typed by the tools' schemas) and its round trip
+# through the Qwen3.5 template.
+gufo_extension_test(qwen_tool_calls_xml_tests SOURCES tests/test_tool_calls_xml.c LINK qwen_cpu)
 gufo_extension_test(qwen_model_tests SOURCES tests/test_model.c LINK qwen_cpu cjson m
     ARGS "${GUFO_EXTENSION_DIR}/../../tests/golden/qwen" "${GUFO_EXTENSION_BINARY_DIR}")
 # The probe's and the tokenizer loader's identity keys: compared with their length, typed.

@@ -543,6 +543,16 @@ const qwen_pyjson *qwen_pyjson_member(const qwen_pyjson *object, const char *key
     return NULL;
 }
 
+bool qwen_pyjson_has_non_finite(const qwen_pyjson *v)
+{
+    if (v->kind == QWEN_PYJSON_FLOAT)
+        return v->text[0] == 'N' || v->text[0] == 'I' || (v->text[0] == '-' && v->text[1] == 'I');
+    for (size_t i = 0; (v->kind == QWEN_PYJSON_ARRAY || v->kind == QWEN_PYJSON_OBJECT) && i < v->n; i++)
+        if (qwen_pyjson_has_non_finite(&v->items[i]))
+            return true;
+    return false;
+}
+
 /* ---- Writing ---------------------------------------------------------------- */
 
 typedef struct pyjson_writer {

@@ -31,6 +31,7 @@
 #ifndef QWEN_PYJSON_H
 #define QWEN_PYJSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <gufo/ext/status.h>
@@ -83,6 +84,13 @@ void qwen_pyjson_clear(qwen_pyjson *value);
 
 /** Writes `value` in `style` through `put`; returns the first failing status of `put`. */
 gufo_status qwen_pyjson_write(const qwen_pyjson *value, qwen_pyjson_style style, qwen_pyjson_put put, void *ctx);
+
+/**
+ * True when `value` holds a NaN, Infinity or -Infinity literal anywhere:
+ * json.loads reads them (so a model may write them), but JSON cannot carry
+ * them, and tool-call arguments go to clients that parse them as JSON.
+ */
+bool qwen_pyjson_has_non_finite(const qwen_pyjson *value);
 
 /** The member `key` of an object (NUL-terminated key; no NUL inside); NULL when absent or not an object. */
 const qwen_pyjson *qwen_pyjson_member(const qwen_pyjson *object, const char *key);

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byte_buf.h"
 #include "pyjson.h"
+#include "tool_call_xml.h"
 
 #define THINK_OPEN "<think>"
 #define THINK_CLOSE "</think>"
@@ -32,51 +34,20 @@ typedef enum parser_mode {
 
 typedef enum channel { CHANNEL_CONTENT, CHANNEL_REASONING } channel;
 
-/* A growable byte string. */
-typedef struct byte_buf {
-    char *data;
-    size_t len, cap;
-} byte_buf;
-
 struct qwen_tool_parser {
     parser_mode mode;
     byte_buf pending;          /* undecided output (see the file comment) */
+    qwen_chat_dialect dialect; /* which call format: JSON (Qwen3) or XML (Qwen3.5) */
+    qwen_pyjson tools;         /* the request's tool definitions (null when none): XML values are typed by them */
+    byte_buf name;             /* XML: a call's name */
     byte_buf scratch;          /* a call's arguments as compact JSON */
     size_t scanned;            /* call mode: bytes of `pending` already searched for </tool_call> */
     size_t held_newlines;      /* trailing newlines of the current channel not sent yet */
     bool strip_leading;        /* newlines at the start of the current channel are dropped */
     bool after_call;           /* whitespace after a complete call is dropped */
-    bool newline_before_call;  /* the open call swallowed a newline of the content */
+    size_t newlines_before_call; /* newlines of the content the open call swallowed */
     bool finished;
 };
-
-static bool buf_append(byte_buf *b, const char *data, size_t len)
-{
-    if (len > SIZE_MAX - b->len - 1)
-        return false;
-    if (b->len + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + len + 1)
-            cap = cap > SIZE_MAX / 2 ? b->len + len + 1 : cap * 2;
-        char *grown = realloc(b->data, cap);
-        if (!grown)
-            return false;
-        b->data = grown;
-        b->cap = cap;
-    }
-    if (len)
-        memcpy(b->data + b->len, data, len);
-    b->len += len;
-    b->data[b->len] = '\0';
-    return true;
-}
-
-static void buf_consume(byte_buf *b, size_t n)
-{
-    memmove(b->data, b->data + n, b->len - n);
-    b->len -= n;
-    b->data[b->len] = '\0';
-}
 
 /* Offset of `marker` in s[from..n), or n. */
 static size_t find_marker(const char *s, size_t n, size_t from, const char *marker, size_t m)
@@ -161,28 +132,9 @@ static void report_malformed(qwen_tool_parser *p, const gufo_output_sink *sink, 
 {
     if (SINK_HAS(sink, malformed))
         sink->malformed(sink->userdata, message, raw, len);
-    if (p->newline_before_call)
-        send_text(p, sink, CHANNEL_CONTENT, "\n", 1);
-    p->newline_before_call = false;
+    p->held_newlines += p->newlines_before_call;
+    p->newlines_before_call = 0;
     send_text(p, sink, CHANNEL_CONTENT, raw, len);
-}
-
-static gufo_status put_scratch(void *ctx, const char *bytes, size_t len)
-{
-    return buf_append(ctx, bytes, len) ? GUFO_OK : GUFO_E_NO_MEMORY;
-}
-
-/* True when `v` holds a NaN, Infinity or -Infinity literal: json.loads reads
- * them (so the model may write them), but they are not JSON, and the
- * arguments go to clients that parse them as JSON. */
-static bool has_non_json_number(const qwen_pyjson *v)
-{
-    if (v->kind == QWEN_PYJSON_FLOAT)
-        return v->text[0] == 'N' || v->text[0] == 'I' || (v->text[0] == '-' && v->text[1] == 'I');
-    for (size_t i = 0; (v->kind == QWEN_PYJSON_ARRAY || v->kind == QWEN_PYJSON_OBJECT) && i < v->n; i++)
-        if (has_non_json_number(&v->items[i]))
-            return true;
-    return false;
 }
 
 /* Checks a call body and writes its arguments to p->scratch; NULL when it is
@@ -204,11 +156,11 @@ static const char *read_call(qwen_tool_parser *p, const qwen_pyjson *call, const
     p->scratch.len = 0;
     gufo_status st = GUFO_OK;
     if (!arguments)
-        st = put_scratch(&p->scratch, "{}", 2);
+        st = buf_put(&p->scratch, "{}", 2);
     else if (arguments->kind == QWEN_PYJSON_OBJECT)
-        st = qwen_pyjson_write(arguments, QWEN_PYJSON_COMPACT, put_scratch, &p->scratch);
+        st = qwen_pyjson_write(arguments, QWEN_PYJSON_COMPACT, buf_put, &p->scratch);
     bool is_object = !arguments || arguments->kind == QWEN_PYJSON_OBJECT;
-    bool non_json = arguments && has_non_json_number(arguments);
+    bool non_json = arguments && qwen_pyjson_has_non_finite(arguments);
     qwen_pyjson_clear(&from_string);
     if (!is_object)
         return "tool call \"arguments\" is not a JSON object";
@@ -219,8 +171,29 @@ static const char *read_call(qwen_tool_parser *p, const qwen_pyjson *call, const
     return NULL;
 }
 
-/* A complete call: raw = "<tool_call>" body "</tool_call>". */
-static void finish_call(qwen_tool_parser *p, const gufo_output_sink *sink, const char *raw, size_t len)
+static void send_call(qwen_tool_parser *p, const gufo_output_sink *sink, const char *name)
+{
+    gufo_tool_call out = {.id = NULL, .name = name, .arguments = p->scratch.data};
+    if (SINK_HAS(sink, tool_call))
+        sink->tool_call(sink->userdata, &out);
+    p->after_call = true;
+    p->newlines_before_call = 0;
+}
+
+/* A complete Qwen3.5 call: raw = "<tool_call>" XML body "</tool_call>". */
+static void finish_xml_call(qwen_tool_parser *p, const gufo_output_sink *sink, const char *raw, size_t len)
+{
+    char why[GUFO_ERROR_MESSAGE_MAX + 64];
+    const char *problem = qwen_tool_call_xml_read(raw + LEN(CALL_OPEN), len - LEN(CALL_OPEN) - LEN(CALL_CLOSE),
+                                                  &p->tools, &p->name, &p->scratch, why, sizeof why);
+    if (problem)
+        report_malformed(p, sink, problem, raw, len);
+    else
+        send_call(p, sink, p->name.data);
+}
+
+/* A complete Qwen3 call: raw = "<tool_call>" JSON body "</tool_call>". */
+static void finish_json_call(qwen_tool_parser *p, const gufo_output_sink *sink, const char *raw, size_t len)
 {
     const char *body = raw + LEN(CALL_OPEN);
     size_t n = len - LEN(CALL_OPEN) - LEN(CALL_CLOSE);
@@ -238,11 +211,7 @@ static void finish_call(qwen_tool_parser *p, const gufo_output_sink *sink, const
     if (problem) {
         report_malformed(p, sink, problem, raw, len);
     } else {
-        gufo_tool_call out = {.id = NULL, .name = name->text, .arguments = p->scratch.data};
-        if (SINK_HAS(sink, tool_call))
-            sink->tool_call(sink->userdata, &out);
-        p->after_call = true;
-        p->newline_before_call = false;
+        send_call(p, sink, name->text);
     }
     qwen_pyjson_clear(&call);
 }
@@ -293,10 +262,12 @@ static void run(qwen_tool_parser *p, const gufo_output_sink *sink, bool final)
             size_t at = find_marker(b->data, b->len, 0, CALL_OPEN, LEN(CALL_OPEN));
             if (at < b->len) {
                 send_text(p, sink, CHANNEL_CONTENT, b->data, at);
-                /* The template writes content + '\n' + <tool_call>: that newline is markup. */
-                p->newline_before_call = p->held_newlines > 0;
-                if (p->held_newlines)
-                    p->held_newlines--;
+                /* Qwen3's template writes content + '\n' + <tool_call>: that newline is markup.
+                 * Qwen3.5's writes content|trim + "\n\n" + <tool_call>: all of them are. */
+                p->newlines_before_call = p->dialect == QWEN_CHAT_QWEN35 ? p->held_newlines
+                                          : p->held_newlines         ? 1
+                                                                     : 0;
+                p->held_newlines -= p->newlines_before_call;
                 flush_newlines(p, sink, CHANNEL_CONTENT);
                 buf_consume(b, at); /* the call keeps its opening marker */
                 leave_channel(p, MODE_CALL);
@@ -321,7 +292,10 @@ static void run(qwen_tool_parser *p, const gufo_output_sink *sink, bool final)
             if (at < b->len && at <= limit) {
                 size_t end = at + LEN(CALL_CLOSE);
                 p->mode = MODE_CONTENT;
-                finish_call(p, sink, b->data, end);
+                if (p->dialect == QWEN_CHAT_QWEN35)
+                    finish_xml_call(p, sink, b->data, end);
+                else
+                    finish_json_call(p, sink, b->data, end);
                 buf_consume(b, end);
                 continue;
             }
@@ -381,6 +355,30 @@ gufo_status qwen_tool_parser_create(const gufo_chat *chat, qwen_tool_parser **ou
     return qwen_tool_parser_create_at(qwen_chat_output_start(chat), out, err);
 }
 
+gufo_status qwen_tool_parser_create_for(const gufo_chat *chat, qwen_chat_dialect dialect, qwen_tool_parser **out,
+                                        gufo_error *err)
+{
+    if (dialect != QWEN_CHAT_QWEN35)
+        return qwen_tool_parser_create(chat, out, err);
+    qwen_pyjson tools = {0};
+    const char *tools_json = chat && GUFO_EXT_HAS_FIELD(gufo_chat, chat, tools_json) ? chat->tools_json : NULL;
+    if (tools_json) {
+        gufo_error detail = {0};
+        gufo_status st = qwen_pyjson_parse(tools_json, strlen(tools_json), &tools, &detail);
+        if (st != GUFO_OK)
+            return gufo_error_set(err, st == GUFO_E_NO_MEMORY ? st : GUFO_E_INVALID_ARGUMENT,
+                                  "qwen35 tool parser: the chat's tools_json is not JSON: %s", detail.message);
+    }
+    gufo_status st = qwen_tool_parser_create_at(qwen_chat_output_start_for(chat, dialect), out, err);
+    if (st != GUFO_OK) {
+        qwen_pyjson_clear(&tools);
+        return st;
+    }
+    (*out)->dialect = dialect;
+    (*out)->tools = tools;
+    return GUFO_OK;
+}
+
 gufo_status qwen_tool_parser_feed(qwen_tool_parser *p, const char *text, size_t len, const gufo_output_sink *sink,
                                   gufo_error *err)
 {
@@ -411,6 +409,8 @@ void qwen_tool_parser_destroy(qwen_tool_parser *p)
     if (!p)
         return;
     free(p->pending.data);
+    free(p->name.data);
     free(p->scratch.data);
+    qwen_pyjson_clear(&p->tools);
     free(p);
 }

@@ -1,4 +1,12 @@
-/* tool_calls.h — streaming split of Qwen3 output into content, reasoning and tool calls.
+/* tool_calls.h — streaming split of Qwen3 and Qwen3.5/3.8 output into content,
+ * reasoning and tool calls.
+ *
+ * Both write calls inside <tool_call>...</tool_call>; what is inside differs:
+ * Qwen3's body is JSON (below), Qwen3.5's is XML (tool_call_xml.h, from a
+ * parser made by qwen_tool_parser_create_for(chat, QWEN_CHAT_QWEN35, ...)).
+ * The stream around the calls is handled the same way for both, except that
+ * Qwen3.5's template writes content|trim + "\n\n" before the first call, so
+ * every newline of the content before a call is markup there, not just one.
  *
  * Qwen3 writes (chat_template.h renders the same shapes back):
  *
@@ -49,7 +57,17 @@ typedef struct qwen_tool_parser qwen_tool_parser;
 /** Starts a parser for output that follows the prompt qwen_chat_render() made of `chat` (may be NULL). */
 gufo_status qwen_tool_parser_create(const gufo_chat *chat, qwen_tool_parser **out, gufo_error *err);
 
-/** Starts a parser for output that begins in the state `start`. */
+/**
+ * Starts a parser for output that follows the prompt `dialect`'s template made
+ * of `chat` (may be NULL): QWEN_CHAT_QWEN3 is qwen_tool_parser_create();
+ * QWEN_CHAT_QWEN35 starts where qwen_chat_output_start_for() says (in
+ * reasoning unless thinking is off), reads XML call bodies and types their
+ * values by chat->tools_json (GUFO_E_INVALID_ARGUMENT when that is not JSON).
+ */
+gufo_status qwen_tool_parser_create_for(const gufo_chat *chat, qwen_chat_dialect dialect, qwen_tool_parser **out,
+                                        gufo_error *err);
+
+/** Starts a Qwen3 (JSON calls) parser for output that begins in the state `start`. */
 gufo_status qwen_tool_parser_create_at(qwen_output_start start, qwen_tool_parser **out, gufo_error *err);
 
 /**

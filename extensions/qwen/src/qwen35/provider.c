@@ -199,7 +199,7 @@ static gufo_status qwen35_tool_parser_create(gufo_model *handle, const gufo_chat
     if (!out)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 tool_parser_create: NULL output");
     qwen_tool_parser *parser = NULL;
-    gufo_status st = qwen_tool_parser_create_at(qwen_chat_output_start_for(chat, QWEN_CHAT_QWEN35), &parser, err);
+    gufo_status st = qwen_tool_parser_create_for(chat, QWEN_CHAT_QWEN35, &parser, err);
     *out = st == GUFO_OK ? (gufo_tool_parser *)(void *)parser : NULL;
     return st;
 }
