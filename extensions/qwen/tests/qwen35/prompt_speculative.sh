@@ -11,7 +11,7 @@ model="$dir/prompt-speculative-f32.gguf" plain_model="$dir/prompt-speculative-no
 "$tool" --type f32 --no-mtp --out "$plain_model"
 for prompt in "hello" "the cat sat on the mat" "a"; do
     "$gufo" prompt --model "$model" --threads 2 -n 40 --temperature 0 "$prompt" >"$dir/plain.txt" 2>"$dir/plain.err"
-    "$gufo" prompt --model "$model" --threads 2 -n 40 --temperature 0 --speculative mtp "$prompt" \
+    "$gufo" prompt --model "$model" --threads 2 -n 40 --temperature 0 --speculative mtp --verbose "$prompt" \
         >"$dir/mtp.txt" 2>"$dir/mtp.err"
     if ! cmp -s "$dir/plain.txt" "$dir/mtp.txt"; then
         echo "prompt '$prompt': --speculative mtp printed other text than plain decoding" >&2
