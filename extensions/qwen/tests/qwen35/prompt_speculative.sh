@@ -5,6 +5,10 @@
 # Usage: prompt_speculative.sh GUFO RANDOM_MODEL_TOOL SCRATCH_DIR
 set -eu
 gufo=$1 tool=$2 dir=$3
+if [ -z "$gufo" ]; then
+    echo "no gufo binary in this build: skipped"
+    exit 77
+fi
 mkdir -p "$dir"
 model="$dir/prompt-speculative-f32.gguf" plain_model="$dir/prompt-speculative-no-mtp-f32.gguf"
 "$tool" --type f32 --out "$model"
