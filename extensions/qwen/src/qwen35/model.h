@@ -35,6 +35,10 @@ typedef struct qwen35_model {
     qwen35_engine engine;
     uint64_t charged_weights; /* bytes charged under "weights" (the mapping) */
     uint64_t charged_scratch; /* bytes charged under "scratch" (the engine) */
+    /* MTP speculation (speculative.c): the log of the last verify pass, made
+     * at the first verify (150 MiB and more at 27B, so only when asked). */
+    qwen35_verify_log verify_log;
+    uint64_t charged_verify;  /* bytes of the log charged under "scratch" */
 } qwen35_model;
 _Static_assert(offsetof(qwen35_model, base) == 0, "a qwen35-cpu handle is a qwen_model_base");
 
@@ -47,6 +51,22 @@ static inline gufo_model *qwen35_to_handle(qwen35_model *model)
 {
     return (gufo_model *)(void *)model;
 }
+
+/* ---- speculative.c: MTP drafting and verification ---- */
+
+/**
+ * Method "mtp" (extension.json's "speculative" list): draft() chains the MTP
+ * block greedily from the session's newest trunk row and `last_token`;
+ * verify() runs last_token + the drafts through qwen35_verify, samples each
+ * row with the host's sampler, keeps the matching prefix plus the bonus row
+ * through qwen35_verify_accept, so the session holds exactly what plain
+ * decoding of those tokens gives. A file without an MTP block refuses "mtp"
+ * (GUFO_E_UNSUPPORTED, saying why).
+ */
+extern const gufo_speculative_iface qwen35_speculative;
+
+/** Frees the verify log and returns its charge (model destroy). */
+void qwen35_speculative_release(qwen35_model *model);
 
 /* ---- session.c: the scheduler-thread slots ---- */
 

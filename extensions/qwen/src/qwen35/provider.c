@@ -15,6 +15,7 @@
 #include "../text_iface.h"
 #include "../tool_calls.h"
 #include "model.h"
+#include "mtp_history.h"
 
 #define QWEN35_PROVIDER_ID GUFO_MANIFEST_QWEN_PROVIDER_QWEN35_CPU_ID
 
@@ -69,6 +70,7 @@ static void model_free(qwen35_model *model)
     if (!model)
         return;
     qwen35_release_all(model);
+    qwen35_speculative_release(model);
     gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, model->charged_scratch, "scratch");
     qwen35_engine_free(&model->engine);
     gufo_x_pool_destroy(model->pool);
@@ -125,8 +127,14 @@ static gufo_status qwen35_create(void *userdata, const gufo_model_params *params
     if ((st = gufo_x_pool_create(n_threads, &model->pool, err)) != GUFO_OK)
         goto fail;
     const uint32_t max_batch = model->base.max_batch, max_prefill_chunk = model->base.max_prefill_chunk;
-    const uint32_t max_rows = max_batch > max_prefill_chunk ? max_batch : max_prefill_chunk;
-    if ((st = qwen35_engine_init(&model->engine, hp, &model->weights, model->pool, max_rows, max_batch,
+    uint32_t max_rows = max_batch > max_prefill_chunk ? max_batch : max_prefill_chunk;
+    /* MTP speculation needs logits for a verify's rows and a draft's history rows (mtp_history.h). */
+    uint32_t max_logit_rows = max_batch;
+    if (model->weights.has_mtp && max_logit_rows < QWEN35_MTP_HISTORY_ROWS)
+        max_logit_rows = QWEN35_MTP_HISTORY_ROWS;
+    if (max_rows < max_logit_rows)
+        max_rows = max_logit_rows;
+    if ((st = qwen35_engine_init(&model->engine, hp, &model->weights, model->pool, max_rows, max_logit_rows,
                                  model->base.context_length, err)) != GUFO_OK)
         goto fail;
     model->engine.numerics = numerics;
@@ -226,7 +234,7 @@ static const gufo_text_generation_iface qwen35_iface = {
     .restore = qwen35_restore,
     .snapshot_destroy = qwen35_snapshot_destroy,
     .snapshot_length = qwen35_snapshot_length,
-    .speculative = NULL, /* MTP drafting: the core has it (forward.h), the provider does not offer it yet */
+    .speculative = &qwen35_speculative, /* "mtp"; a file without an MTP block refuses it (speculative.c) */
 };
 
 /* Provider entry (extension.json: the qwen35-cpu provider's "entry"). */

@@ -20,11 +20,13 @@ set(qwen35_core_sources
 set(qwen35_provider_sources
     src/qwen35/provider.c
     src/qwen35/session.c
+    src/qwen35/mtp_history.c
+    src/qwen35/speculative.c
 )
 
 set(qwen35_missing "")
 foreach(qwen35_target qwen_qwen35_cpu qwen_qwen35_random_model qwen_qwen35_math_tests qwen_qwen35_model_tests
-                      qwen_qwen35_provider_tests)
+                      qwen_qwen35_provider_tests qwen_qwen35_speculative_tests)
     if(NOT GUFO_EXT_TARGET_${qwen35_target}_EXTENSION STREQUAL "qwen")
         list(APPEND qwen35_missing ${qwen35_target})
     endif()
@@ -57,6 +59,18 @@ else()
         ARGS "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}")
     # make_golden.py's GGUF -> transformers mapping, offline (no torch): names, shapes and
     # the converter's transforms round-tripping the tiny file's values.
+    # MTP speculation (speculative.c): greedy draft + verify == plain decoding over prompts and
+    # draft lengths, the accept path with accepted drafts, a file without MTP refusing "mtp".
+    gufo_extension_test(qwen_qwen35_speculative_tests SOURCES tests/qwen35/test_speculative.c LINK qwen_qwen35_cpu qwen_cpu m
+        ARGS "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}")
+    # The same end to end: `gufo prompt --speculative mtp` prints the text `gufo prompt` prints.
+    # The gufo target is defined after the extensions, hence the generator expression; without it, skip (77).
+    add_test(NAME qwen.qwen35_prompt_speculative_mtp
+             COMMAND sh "${GUFO_EXTENSION_DIR}/tests/qwen35/prompt_speculative.sh"
+                     "$<$<TARGET_EXISTS:gufo>:$<TARGET_FILE:gufo>>"
+                     "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}")
+    set_tests_properties(qwen.qwen35_prompt_speculative_mtp PROPERTIES LABELS "extension;extension:qwen"
+                         SKIP_RETURN_CODE 77)
     add_test(NAME qwen.qwen35_make_golden_selftest
              COMMAND sh -c "mkdir -p '${qwen35_models}' && '$<TARGET_FILE:qwen_qwen35_random_model>' --type bf16 --out '${qwen35_models}/selftest-bf16.gguf' && '${GUFO_PYTHON}' '${GUFO_EXTENSION_DIR}/../../tools/qwen35/make_golden.py' --selftest '${qwen35_models}/selftest-bf16.gguf'")
     set_tests_properties(qwen.qwen35_make_golden_selftest PROPERTIES LABELS "extension;extension:qwen")

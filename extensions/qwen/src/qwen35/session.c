@@ -1,15 +1,7 @@
 /* qwen35/session.c — qwen35-cpu's sessions, steps, truncate and snapshots (model.h). */
-#include "model.h"
+#include "session.h"
 
 #include <string.h>
-
-struct qwen35_session {
-    qwen_live_link link;  /* first: in the model's list of live sessions */
-    qwen35_state state;   /* state.n_past is the session's length, state.capacity its context */
-    uint64_t charged;     /* bytes of the state charged under "kv-cache" */
-};
-typedef struct qwen35_session qwen35_session;
-_Static_assert(offsetof(qwen35_session, link) == 0, "a live list's head is its qwen35_session");
 
 /* A snapshot of the recurrent state; the attention caches it relies on are
  * its source session's, so it restores there only and only while the
@@ -22,11 +14,6 @@ typedef struct qwen35_session_snapshot {
     uint64_t charged;               /* bytes charged under "snapshot" */
 } qwen35_session_snapshot;
 _Static_assert(offsetof(qwen35_session_snapshot, link) == 0, "a live list's head is its snapshot");
-
-static qwen35_session *session_of(gufo_text_session *handle)
-{
-    return (qwen35_session *)(void *)handle;
-}
 
 static const qwen35_session *const_session_of(const gufo_text_session *handle)
 {
@@ -67,15 +54,20 @@ uint64_t qwen35_snapshot_size(const qwen35_hparams *hp)
     return gdn * (conv + delta) * sizeof(float);
 }
 
-/* Every snapshot of `session` longer than `length` stops describing it: the
- * session is about to write its positions from `length` on again. */
-static void invalidate_beyond(qwen35_model *model, const qwen35_session *session, uint32_t length)
+void qwen35_session_rewrites_from(qwen35_model *model, const qwen35_session *session, uint32_t length)
 {
     for (qwen_live_link *l = model->base.snapshots.head; l; l = l->next) {
         qwen35_session_snapshot *snap = (qwen35_session_snapshot *)(void *)l;
         if (snap->source == session && snap->core.n_past > length)
             snap->stale = true;
     }
+}
+
+void qwen35_session_remember_rows(qwen35_model *model, qwen35_session *session, const int32_t *tokens,
+                                  const float *hidden, uint32_t n)
+{
+    if (model->weights.has_mtp)
+        qwen35_mtp_history_push(&session->mtp, tokens, hidden, n);
 }
 
 /* ---- sessions ----------------------------------------------------------------- */
@@ -97,12 +89,22 @@ gufo_status qwen35_session_create(gufo_model *handle, const gufo_session_params 
         return gufo_error_prefix(err, st, "%s session of %u tokens", who(model), context);
     qwen35_session *session = block;
     memset(session, 0, sizeof *session);
-    if ((st = qwen35_state_create(&model->hp, false, context, &session->state, err)) != GUFO_OK) {
+    /* With an MTP block the session keeps what MTP drafting needs: the
+     * block's own cache and the newest trunk rows (speculative.c). */
+    const bool with_mtp = model->weights.has_mtp;
+    if ((st = qwen35_state_create(&model->hp, with_mtp, context, &session->state, err)) != GUFO_OK) {
         gufo_memory_free(model->base.memory, session);
         return gufo_error_prefix(err, st, "%s session of %u tokens", who(model), context);
     }
-    const uint64_t bytes = state_bytes(&session->state);
+    if (with_mtp && (st = qwen35_mtp_history_init(&session->mtp, model->hp.n_embd, err)) != GUFO_OK) {
+        qwen35_state_free(&session->state);
+        gufo_memory_free(model->base.memory, session);
+        return gufo_error_prefix(err, st, "%s session of %u tokens", who(model), context);
+    }
+    const uint64_t bytes =
+        state_bytes(&session->state) + (with_mtp ? qwen35_mtp_history_bytes(model->hp.n_embd) : 0);
     if ((st = gufo_memory_charge(model->base.memory, GUFO_MEMORY_HOST, bytes, "kv-cache", err)) != GUFO_OK) {
+        qwen35_mtp_history_free(&session->mtp);
         qwen35_state_free(&session->state);
         gufo_memory_free(model->base.memory, session);
         return gufo_error_prefix(err, st, "%s session of %u tokens (%llu bytes of state)", who(model), context,
@@ -117,7 +119,7 @@ gufo_status qwen35_session_create(gufo_model *handle, const gufo_session_params 
 void qwen35_session_destroy(gufo_model *handle, gufo_text_session *session_handle)
 {
     qwen35_model *model = qwen35_from_handle(handle);
-    qwen35_session *session = session_of(session_handle);
+    qwen35_session *session = qwen35_session_of(session_handle);
     if (!model || !session)
         return;
     /* Its snapshots outlive it but can no longer be restored anywhere. */
@@ -128,6 +130,7 @@ void qwen35_session_destroy(gufo_model *handle, gufo_text_session *session_handl
     }
     qwen_live_remove(&model->base.sessions, &session->link);
     gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, session->charged, "kv-cache");
+    qwen35_mtp_history_free(&session->mtp);
     qwen35_state_free(&session->state);
     gufo_memory_free(model->base.memory, session);
 }
@@ -154,7 +157,7 @@ gufo_status qwen35_prefill(gufo_model *handle, gufo_text_session *session_handle
                            const gufo_step_output *output, const gufo_cancel *cancel, gufo_error *err)
 {
     qwen35_model *model = qwen35_from_handle(handle);
-    qwen35_session *session = session_of(session_handle);
+    qwen35_session *session = qwen35_session_of(session_handle);
     if (!model || !session || !tokens || n == 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 prefill: no session or no tokens");
     qwen35_state *st = &session->state;
@@ -173,12 +176,13 @@ gufo_status qwen35_prefill(gufo_model *handle, gufo_text_session *session_handle
     gufo_status status = gufo_cancel_check(cancel, err);
     if (status != GUFO_OK)
         return status;
-    invalidate_beyond(model, session, st->n_past);
+    qwen35_session_rewrites_from(model, session, st->n_past);
     const uint32_t slice_max = model->engine.max_rows;
     for (size_t done = 0; done < n;) {
         const uint32_t slice = n - done < slice_max ? (uint32_t)(n - done) : slice_max;
         if ((status = qwen35_forward(&model->engine, st, tokens + done, slice, false, err)) != GUFO_OK)
             return gufo_error_prefix(err, status, "%s prefill", who(model));
+        qwen35_session_remember_rows(model, session, tokens + done, model->engine.hidden, slice);
         done += slice;
     }
     if (wants_output(output) &&
@@ -204,7 +208,7 @@ gufo_status qwen35_decode(gufo_model *handle, const gufo_decode_batch *batch, gu
      * all items advance or none does. */
     for (uint32_t i = 0; i < n; i++) {
         const gufo_decode_item *item = &batch->items[i];
-        qwen35_session *session = session_of(item->session);
+        qwen35_session *session = qwen35_session_of(item->session);
         if (!session)
             return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s decode: item %u has no session", who(model), i);
         if (!valid_token(model, item->token))
@@ -225,9 +229,12 @@ gufo_status qwen35_decode(gufo_model *handle, const gufo_decode_batch *batch, gu
     if (st != GUFO_OK)
         return st;
     for (uint32_t i = 0; i < n; i++)
-        invalidate_beyond(model, session_of(batch->items[i].session), states[i]->n_past);
+        qwen35_session_rewrites_from(model, qwen35_session_of(batch->items[i].session), states[i]->n_past);
     if ((st = qwen35_decode_batch(&model->engine, states, tokens, n, err)) != GUFO_OK)
         return gufo_error_prefix(err, st, "%s decode", who(model));
+    for (uint32_t i = 0; i < n; i++)
+        qwen35_session_remember_rows(model, qwen35_session_of(batch->items[i].session), &tokens[i],
+                                     model->engine.hidden + (size_t)i * model->hp.n_embd, 1);
     const size_t row = model->hp.n_vocab;
     for (uint32_t i = 0; i < n; i++) {
         const gufo_step_output *output = &batch->items[i].output;
@@ -258,7 +265,7 @@ static const qwen35_session_snapshot *snapshot_at(const qwen35_model *model, con
 gufo_status qwen35_truncate(gufo_model *handle, gufo_text_session *session_handle, uint32_t length, gufo_error *err)
 {
     qwen35_model *model = qwen35_from_handle(handle);
-    qwen35_session *session = session_of(session_handle);
+    qwen35_session *session = qwen35_session_of(session_handle);
     if (!model || !session)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 truncate: NULL session");
     qwen35_state *st = &session->state;
@@ -268,15 +275,18 @@ gufo_status qwen35_truncate(gufo_model *handle, gufo_text_session *session_handl
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s truncate: the session holds %u tokens, not %u",
                               who(model), st->n_past, length);
     if (length == 0) {
-        invalidate_beyond(model, session, 0);
+        qwen35_session_rewrites_from(model, session, 0);
+        qwen35_mtp_history_clear(&session->mtp);
         qwen35_state_reset(st);
         return GUFO_OK;
     }
     const qwen35_session_snapshot *snap = snapshot_at(model, session, length);
     if (snap) {
         gufo_status status = qwen35_snapshot_restore(st, &snap->core, err);
-        if (status == GUFO_OK)
-            invalidate_beyond(model, session, length);
+        if (status == GUFO_OK) {
+            qwen35_session_rewrites_from(model, session, length);
+            qwen35_mtp_history_clear(&session->mtp); /* its rows followed the positions just undone */
+        }
         return status;
     }
     return gufo_error_set(err, GUFO_E_UNSUPPORTED,
@@ -321,7 +331,7 @@ gufo_status qwen35_restore(gufo_model *handle, gufo_text_session *session_handle
                            gufo_error *err)
 {
     qwen35_model *model = qwen35_from_handle(handle);
-    qwen35_session *session = session_of(session_handle);
+    qwen35_session *session = qwen35_session_of(session_handle);
     const qwen35_session_snapshot *snap = const_snapshot_of(snapshot);
     if (!model || !session || !snap)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 restore: NULL session or snapshot");
@@ -337,7 +347,8 @@ gufo_status qwen35_restore(gufo_model *handle, gufo_text_session *session_handle
     gufo_status st = qwen35_snapshot_restore(&session->state, &snap->core, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "%s restore", who(model));
-    invalidate_beyond(model, session, snap->core.n_past);
+    qwen35_session_rewrites_from(model, session, snap->core.n_past);
+    qwen35_mtp_history_clear(&session->mtp); /* its rows followed the positions just undone */
     return GUFO_OK;
 }
 

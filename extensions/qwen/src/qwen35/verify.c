@@ -9,18 +9,42 @@
 #include "delta_rule.h"
 #include "forward.h"
 
+/* Bytes of each part of a log (verify.h), the one place their sizes are said. */
+typedef struct log_sizes {
+    size_t conv0, delta0, mix, qkv, g, beta;
+} log_sizes;
+
+static log_sizes sizes_of(const qwen35_hparams *hp, const qwen35_state *st, uint32_t max_rows)
+{
+    const size_t gdn = st->n_gdn ? st->n_gdn : 1, conv = qwen35_gdn_conv_dim(hp);
+    return (log_sizes){
+        .conv0 = gdn * st->conv_floats * sizeof(float),
+        .delta0 = gdn * st->delta_floats * sizeof(float),
+        .mix = gdn * max_rows * conv * sizeof(float),
+        .qkv = gdn * max_rows * conv * sizeof(float),
+        .g = gdn * max_rows * hp->gdn_v_heads * sizeof(float),
+        .beta = gdn * max_rows * hp->gdn_v_heads * sizeof(float),
+    };
+}
+
+uint64_t qwen35_verify_log_bytes(const qwen35_hparams *hp, const qwen35_state *st, uint32_t max_rows)
+{
+    const log_sizes z = sizes_of(hp, st, max_rows);
+    return (uint64_t)z.conv0 + z.delta0 + z.mix + z.qkv + z.g + z.beta;
+}
+
 gufo_status qwen35_verify_log_create(const qwen35_hparams *hp, const qwen35_state *st, uint32_t max_rows,
                                      qwen35_verify_log *log, gufo_error *err)
 {
     memset(log, 0, sizeof *log);
     log->max_rows = max_rows;
-    const size_t gdn = st->n_gdn ? st->n_gdn : 1, conv = qwen35_gdn_conv_dim(hp);
-    log->conv0 = malloc(gdn * st->conv_floats * sizeof(float));
-    log->delta0 = malloc(gdn * st->delta_floats * sizeof(float));
-    log->mix = malloc(gdn * max_rows * conv * sizeof(float));
-    log->qkv = malloc(gdn * max_rows * conv * sizeof(float));
-    log->g = malloc(gdn * max_rows * hp->gdn_v_heads * sizeof(float));
-    log->beta = malloc(gdn * max_rows * hp->gdn_v_heads * sizeof(float));
+    const log_sizes z = sizes_of(hp, st, max_rows);
+    log->conv0 = malloc(z.conv0);
+    log->delta0 = malloc(z.delta0);
+    log->mix = malloc(z.mix);
+    log->qkv = malloc(z.qkv);
+    log->g = malloc(z.g);
+    log->beta = malloc(z.beta);
     if (!log->conv0 || !log->delta0 || !log->mix || !log->qkv || !log->g || !log->beta) {
         qwen35_verify_log_free(log);
         return gufo_error_set(err, GUFO_E_NO_MEMORY, "qwen35: no memory for a verify log of %u rows", max_rows);

@@ -31,6 +31,8 @@ typedef struct qwen35_verify_log {
 gufo_status qwen35_verify_log_create(const qwen35_hparams *hp, const qwen35_state *st, uint32_t max_rows,
                                      qwen35_verify_log *log, gufo_error *err);
 void qwen35_verify_log_free(qwen35_verify_log *log);
+/** Bytes such a log holds (what a budget charges for it). */
+uint64_t qwen35_verify_log_bytes(const qwen35_hparams *hp, const qwen35_state *st, uint32_t max_rows);
 
 /**
  * Keeps the first `keep` rows of the last qwen35_verify() of `st` into `log`.

@@ -1,0 +1,42 @@
+#!/bin/sh
+# `gufo prompt --speculative mtp` on the tiny random qwen35 model prints exactly what plain
+# greedy decoding prints, for a few draft-friendly and draft-hostile prompts; on a file
+# without the MTP block it fails and says why.
+# Usage: prompt_speculative.sh GUFO RANDOM_MODEL_TOOL SCRATCH_DIR
+set -eu
+gufo=$1 tool=$2 dir=$3
+if [ -z "$gufo" ]; then
+    echo "no gufo binary in this build: skipped"
+    exit 77
+fi
+mkdir -p "$dir"
+model="$dir/prompt-speculative-f32.gguf" plain_model="$dir/prompt-speculative-no-mtp-f32.gguf"
+"$tool" --type f32 --out "$model"
+"$tool" --type f32 --no-mtp --out "$plain_model"
+for prompt in "hello" "the cat sat on the mat" "a"; do
+    "$gufo" prompt --model "$model" --threads 2 -n 40 --temperature 0 "$prompt" >"$dir/plain.txt" 2>"$dir/plain.err"
+    "$gufo" prompt --model "$model" --threads 2 -n 40 --temperature 0 --speculative mtp --verbose "$prompt" \
+        >"$dir/mtp.txt" 2>"$dir/mtp.err"
+    if ! cmp -s "$dir/plain.txt" "$dir/mtp.txt"; then
+        echo "prompt '$prompt': --speculative mtp printed other text than plain decoding" >&2
+        diff "$dir/plain.txt" "$dir/mtp.txt" >&2 || true
+        exit 1
+    fi
+    if ! grep -q "speculative mtp" "$dir/mtp.err"; then
+        echo "prompt '$prompt': the run does not say it speculated:" >&2
+        cat "$dir/mtp.err" >&2
+        exit 1
+    fi
+    echo "prompt '$prompt': $(wc -c <"$dir/mtp.txt") bytes, equal"
+done
+if "$gufo" prompt --model "$plain_model" --threads 2 -n 8 --temperature 0 --speculative mtp "hello" \
+    >/dev/null 2>"$dir/no-mtp.err"; then
+    echo "a file without the MTP block ran --speculative mtp" >&2
+    exit 1
+fi
+if ! grep -q "MTP block" "$dir/no-mtp.err"; then
+    echo "a file without the MTP block failed without saying why:" >&2
+    cat "$dir/no-mtp.err" >&2
+    exit 1
+fi
+echo "without MTP: $(cat "$dir/no-mtp.err")"
