@@ -42,6 +42,15 @@ else()
     gufo_extension_executable(qwen_qwen35_random_model SOURCES tools/qwen35_random_model.c LINK m)
 
     set(qwen35_models "${GUFO_EXTENSION_BINARY_DIR}/qwen35")
+    # The conformance kit's artifact for qwen35-cpu (extension.json "conformance",
+    # generated): the tiny random model with its 320-token vocabulary and the Qwen3.5
+    # chat template, written as soon as the tool is linked.
+    add_custom_command(TARGET qwen_qwen35_random_model POST_BUILD
+        COMMAND ${CMAKE_COMMAND} -E make_directory "${qwen35_models}"
+        COMMAND qwen_qwen35_random_model --type f32 --out "${qwen35_models}/conformance-f32.gguf"
+        BYPRODUCTS "${qwen35_models}/conformance-f32.gguf"
+        COMMENT "Writing qwen35/conformance-f32.gguf for the conformance kit"
+        VERBATIM)
     # The pieces against double-precision references and against each other:
     # chunked == recurrent delta rule, conv state continuation, gated attention.
     gufo_extension_test(qwen_qwen35_math_tests SOURCES tests/qwen35/test_math.c LINK qwen_qwen35_cpu m)

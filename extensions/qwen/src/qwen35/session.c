@@ -1,17 +1,24 @@
 /* qwen35/session.c — qwen35-cpu's sessions, steps, truncate and snapshots (model.h). */
 #include "session.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* A snapshot of the recurrent state; the attention caches it relies on are
- * its source session's, so it restores there only and only while the
- * session has not overwritten its positions (`stale`). */
+/* A snapshot of the recurrent state. The attention caches it relies on stay
+ * its source session's while that session lives (copying them into every
+ * snapshot would cost 128 KiB per position at 27B, and most snapshots are
+ * restored into their own session): it restores into the source as it is,
+ * into another session by copying the source's rows first, and only while
+ * the source has not overwritten its positions (`stale`). When the source is
+ * destroyed, the snapshot takes its own copy of the rows (`rows`), so it
+ * stays restorable anywhere, as the interface promises. */
 typedef struct qwen35_session_snapshot {
     qwen_live_link link;            /* first: in the model's list of live snapshots */
     const qwen35_session *source;   /* NULL once the source session is destroyed */
     bool stale;                     /* the source has since rewritten positions below its length */
     qwen35_snapshot core;
-    uint64_t charged;               /* bytes charged under "snapshot" */
+    float *rows;                    /* the attention rows, copied when the source went (else NULL) */
+    uint64_t charged;               /* bytes charged under "snapshot" (rows included) */
 } qwen35_session_snapshot;
 _Static_assert(offsetof(qwen35_session_snapshot, link) == 0, "a live list's head is its snapshot");
 
@@ -122,11 +129,25 @@ void qwen35_session_destroy(gufo_model *handle, gufo_text_session *session_handl
     qwen35_session *session = qwen35_session_of(session_handle);
     if (!model || !session)
         return;
-    /* Its snapshots outlive it but can no longer be restored anywhere. */
+    /* Its snapshots outlive it: each takes its own copy of the attention rows
+     * it needs (charged as snapshot memory; without room it stays, unrestorable). */
     for (qwen_live_link *l = model->base.snapshots.head; l; l = l->next) {
         qwen35_session_snapshot *snap = (qwen35_session_snapshot *)(void *)l;
-        if (snap->source == session)
-            snap->source = NULL;
+        if (snap->source != session)
+            continue;
+        snap->source = NULL;
+        if (snap->stale)
+            continue;
+        const uint64_t bytes =
+            qwen35_attention_rows_bytes(&session->state, &model->hp, snap->core.n_past, snap->core.mtp_n_past);
+        if (gufo_memory_charge(model->base.memory, GUFO_MEMORY_HOST, bytes, "snapshot", NULL) != GUFO_OK)
+            continue;
+        snap->rows = qwen35_state_export_attention(&session->state, &model->hp, snap->core.n_past,
+                                                   snap->core.mtp_n_past);
+        if (snap->rows)
+            snap->charged += bytes;
+        else
+            gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, bytes, "snapshot");
     }
     qwen_live_remove(&model->base.sessions, &session->link);
     gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, session->charged, "kv-cache");
@@ -335,16 +356,26 @@ gufo_status qwen35_restore(gufo_model *handle, gufo_text_session *session_handle
     const qwen35_session_snapshot *snap = const_snapshot_of(snapshot);
     if (!model || !session || !snap)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 restore: NULL session or snapshot");
-    if (snap->source != session)
+    if (!snap->source && !snap->rows)
         return gufo_error_set(err, GUFO_E_UNSUPPORTED,
-                              "%s restore: a snapshot restores only into the session it was taken from (it holds the "
-                              "recurrent state; the attention keys stay in that session)%s",
-                              who(model), snap->source ? "" : ", which is gone");
+                              "%s restore: the snapshot's session is gone and there was no memory to keep the "
+                              "attention rows it needs", who(model));
     if (snap->stale)
         return gufo_error_set(err, GUFO_E_STATE,
                               "%s restore: the session has rewritten positions below the snapshot's %u since it "
                               "was taken", who(model), snap->core.n_past);
-    gufo_status st = qwen35_snapshot_restore(&session->state, &snap->core, err);
+    gufo_status st = GUFO_OK;
+    if (snap->source != session) {
+        /* This session's positions are replaced from 0: its own snapshots no longer match it. */
+        qwen35_session_rewrites_from(model, session, 0);
+        st = snap->source ? qwen35_state_copy_attention(&session->state, &snap->source->state, &model->hp,
+                                                        snap->core.n_past, snap->core.mtp_n_past, err)
+                          : qwen35_state_import_attention(&session->state, &model->hp, snap->rows, snap->core.n_past,
+                                                          snap->core.mtp_n_past, err);
+        if (st != GUFO_OK)
+            return gufo_error_prefix(err, st, "%s restore", who(model));
+    }
+    st = qwen35_snapshot_restore(&session->state, &snap->core, err);
     if (st != GUFO_OK)
         return gufo_error_prefix(err, st, "%s restore", who(model));
     qwen35_session_rewrites_from(model, session, snap->core.n_past);
@@ -360,6 +391,7 @@ void qwen35_snapshot_destroy(gufo_model *handle, gufo_text_snapshot *snapshot)
         return;
     qwen_live_remove(&model->base.snapshots, &snap->link);
     gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, snap->charged, "snapshot");
+    free(snap->rows);
     qwen35_snapshot_free(&snap->core);
     gufo_memory_free(model->base.memory, snap);
 }

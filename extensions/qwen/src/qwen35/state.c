@@ -81,6 +81,68 @@ gufo_status qwen35_snapshot_restore(qwen35_state *st, const qwen35_snapshot *sna
     return GUFO_OK;
 }
 
+/* Copies the first `n` positions of every attention slot (`mtp_n` of the MTP
+ * block's) between two caches of one model's shape whose heads hold `dst_cap`
+ * and `src_cap` positions: [slot][keys, values][Hkv][cap][hd] both. */
+static void copy_attention_rows(float *dst, uint32_t dst_cap, const float *src, uint32_t src_cap,
+                                const qwen35_state *shape, const qwen35_hparams *hp, uint32_t n, uint32_t mtp_n)
+{
+    const size_t hd = hp->head_dim, heads = hp->n_head_kv;
+    for (uint32_t slot = 0; slot < shape->n_kv_slots; slot++) {
+        const size_t rows = (int32_t)slot == shape->mtp_slot ? mtp_n : n;
+        for (size_t part = 0; part < 2; part++) /* keys, then values */
+            for (size_t h = 0; h < heads; h++) {
+                const size_t head = (slot * 2 + part) * heads + h;
+                memcpy(dst + head * dst_cap * hd, src + head * src_cap * hd, rows * hd * sizeof(float));
+            }
+    }
+}
+
+static uint32_t compact_capacity(uint32_t n, uint32_t mtp_n)
+{
+    return n > mtp_n ? n : mtp_n ? mtp_n : 1;
+}
+
+size_t qwen35_attention_rows_bytes(const qwen35_state *st, const qwen35_hparams *hp, uint32_t n, uint32_t mtp_n)
+{
+    return (size_t)st->n_kv_slots * 2 * hp->n_head_kv * compact_capacity(n, mtp_n) * hp->head_dim * sizeof(float);
+}
+
+float *qwen35_state_export_attention(const qwen35_state *src, const qwen35_hparams *hp, uint32_t n, uint32_t mtp_n)
+{
+    if (n > src->kv_written || mtp_n > src->capacity)
+        return NULL;
+    float *rows = malloc(qwen35_attention_rows_bytes(src, hp, n, mtp_n));
+    if (rows)
+        copy_attention_rows(rows, compact_capacity(n, mtp_n), src->kv, src->capacity, src, hp, n, mtp_n);
+    return rows;
+}
+
+gufo_status qwen35_state_import_attention(qwen35_state *dst, const qwen35_hparams *hp, const float *rows, uint32_t n,
+                                          uint32_t mtp_n, gufo_error *err)
+{
+    if (n > dst->capacity || mtp_n > dst->capacity)
+        return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW, "qwen35: %u positions do not fit a session of %u", n,
+                              dst->capacity);
+    copy_attention_rows(dst->kv, dst->capacity, rows, compact_capacity(n, mtp_n), dst, hp, n, mtp_n);
+    dst->kv_written = n;
+    return GUFO_OK;
+}
+
+gufo_status qwen35_state_copy_attention(qwen35_state *dst, const qwen35_state *src, const qwen35_hparams *hp,
+                                        uint32_t n, uint32_t mtp_n, gufo_error *err)
+{
+    if (dst->n_kv_slots != src->n_kv_slots || dst->mtp_slot != src->mtp_slot)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35: the two sessions' caches differ in shape");
+    if (n > src->kv_written || n > dst->capacity || mtp_n > dst->capacity || mtp_n > src->capacity)
+        return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW,
+                              "qwen35: %u positions do not fit a session of %u (or its source holds only %u)", n,
+                              dst->capacity, src->kv_written);
+    copy_attention_rows(dst->kv, dst->capacity, src->kv, src->capacity, src, hp, n, mtp_n);
+    dst->kv_written = n;
+    return GUFO_OK;
+}
+
 void qwen35_snapshot_free(qwen35_snapshot *snap)
 {
     free(snap->conv);

@@ -65,6 +65,30 @@ typedef struct qwen35_snapshot {
 /** Bytes a snapshot of `st` holds (what a cache policy weighs). */
 size_t qwen35_snapshot_bytes(const qwen35_state *st);
 
+/**
+ * Copies the attention caches' first `n` positions (`mtp_n` for the MTP
+ * block's) of `src` into `dst`, a sequence of the same model, so a snapshot of
+ * `src` can be restored into `dst`; `dst` then holds those positions
+ * (kv_written = n). GUFO_E_INVALID_ARGUMENT for sequences of different shape,
+ * GUFO_E_CONTEXT_OVERFLOW when `dst` is too short or `src` holds fewer.
+ */
+gufo_status qwen35_state_copy_attention(qwen35_state *dst, const qwen35_state *src, const qwen35_hparams *hp,
+                                        uint32_t n, uint32_t mtp_n, gufo_error *err);
+
+/** Bytes qwen35_state_export_attention() allocates for `n` (and `mtp_n`) positions of `st`'s shape. */
+size_t qwen35_attention_rows_bytes(const qwen35_state *st, const qwen35_hparams *hp, uint32_t n, uint32_t mtp_n);
+
+/**
+ * A compact malloc'ed copy of the attention caches' first `n` positions
+ * (`mtp_n` of the MTP block's), for a snapshot that must outlive its
+ * session; NULL for no memory or positions `src` does not hold. Free with free().
+ */
+float *qwen35_state_export_attention(const qwen35_state *src, const qwen35_hparams *hp, uint32_t n, uint32_t mtp_n);
+
+/** Puts an export of a sequence of the same shape back into `dst` (kv_written = n). GUFO_E_CONTEXT_OVERFLOW. */
+gufo_status qwen35_state_import_attention(qwen35_state *dst, const qwen35_hparams *hp, const float *rows, uint32_t n,
+                                          uint32_t mtp_n, gufo_error *err);
+
 /** Copies the recurrent state and lengths of `st` into a new snapshot. GUFO_E_NO_MEMORY. */
 gufo_status qwen35_snapshot_take(const qwen35_state *st, qwen35_snapshot *snap, gufo_error *err);
 

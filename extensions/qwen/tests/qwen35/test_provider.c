@@ -317,9 +317,28 @@ static void test_two_turns(gufo_model *model)
         gufo_text_session *f = new_session(model);
         (void)prefill(model, f, prompt_a, n_a, NULL);
         second_turn(model, f, other, 3, recomputed);
-        /* A snapshot restores only into its own session. */
-        GUFO_CHECK_STATUS(tg->restore(model, f, at_prompt, &err), GUFO_E_UNSUPPORTED, &err);
+        /* A snapshot outlives its session (it keeps the attention rows it needs): restored into
+         * another session at the prompt's end, it continues as the fresh prefill did. */
+        gufo_text_snapshot *orphan = NULL;
+        gufo_text_session *h = new_session(model);
+        (void)prefill(model, h, prompt_a, n_a, NULL);
+        EXPECT_OK(tg->snapshot_create(model, h, &orphan, &err));
+        tg->session_destroy(model, h);
         tg->session_destroy(model, f);
+        gufo_text_session *g = new_session(model);
+        EXPECT_OK(tg->restore(model, g, orphan, &err));
+        GUFO_CHECK_EQ_INT(tg->session_length(model, g), n_a);
+        int32_t from_orphan[N_GEN];
+        second_turn(model, g, other, 3, from_orphan);
+        GUFO_CHECK(memcmp(from_orphan, recomputed, sizeof recomputed) == 0);
+        tg->snapshot_destroy(model, orphan);
+        /* One of a live session restores into another: the source's attention rows are copied. */
+        EXPECT_OK(tg->restore(model, g, at_prompt, &err));
+        GUFO_CHECK_EQ_INT(tg->session_length(model, g), n_a);
+        int32_t in_other[N_GEN];
+        second_turn(model, g, other, 3, in_other);
+        GUFO_CHECK(memcmp(in_other, recomputed, sizeof recomputed) == 0);
+        tg->session_destroy(model, g);
     }
     GUFO_CHECK(memcmp(restored, recomputed, sizeof recomputed) == 0);
     GUFO_CHECK(memcmp(by_truncate, recomputed, sizeof recomputed) == 0);
