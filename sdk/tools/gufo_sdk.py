@@ -62,9 +62,10 @@ COMMAND_ENUM = {
 }
 # Option names the host keeps for itself (its own settings, sampling and
 # command controls). A manifest declaring one would shadow a host option.
-# Every option name the host's own commands take (host/*.c): an extension option
-# of the same name would be shadowed by the host's. tests/sdk checks the list
-# still covers them all.
+# Every option name the host's own commands take (the option tables under
+# host/, host/cli/shared_options.h among them): an extension option of the
+# same name would be shadowed by the host's. tests/sdk checks the list still
+# covers them all.
 RESERVED_OPTIONS = (
     "help", "version", "model", "host", "port", "api-key", "context", "sessions", "memory-budget",
     "threads", "temperature", "top-k", "top-p", "min-p", "seed", "max-tokens", "repeat-penalty",
