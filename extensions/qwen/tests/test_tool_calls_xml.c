@@ -20,6 +20,8 @@
 
 #include "src/chat_template.h"
 #include "src/tool_calls.h"
+#define SINK_RECORDER_MUST_FIT /* every log here is short: a cut one would be a bug */
+#include "sink_recorder.h"
 
 /* The request's tools: one parameter of each schema type. */
 static const char TOOLS[] =
@@ -31,79 +33,7 @@ static const char TOOLS[] =
     "\"stops\": {\"type\": \"array\"}, \"options\": {\"type\": \"object\"}, \"code\": {\"type\": [\"string\", "
     "\"null\"]}, \"limit\": {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]}, \"free\": {}}}}}]";
 
-/* ---- Recording events --------------------------------------------------------- */
-
-/* Sink events as one comparable string: "C[text]" content, "R[text]"
- * reasoning, "T[name|arguments]" call, "M[message|raw]" malformed; adjacent
- * content or reasoning pieces are joined. */
-typedef struct recorder {
-    char log[8192];
-    size_t len;
-    char last; /* kind of the open text event, 0 when none */
-} recorder;
-
-static void rec_put(recorder *r, const char *s, size_t n)
-{
-    GUFO_CHECK(r->len + n + 1 < sizeof r->log);
-    if (r->len + n + 1 < sizeof r->log) {
-        memcpy(r->log + r->len, s, n);
-        r->len += n;
-        r->log[r->len] = '\0';
-    }
-}
-
-static void rec_text(recorder *r, char kind, const char *s, size_t n)
-{
-    GUFO_CHECK(n > 0); /* empty pieces are never sent */
-    if (r->last != kind) {
-        if (r->last)
-            rec_put(r, "]", 1);
-        rec_put(r, &kind, 1);
-        rec_put(r, "[", 1);
-        r->last = kind;
-    }
-    rec_put(r, s, n);
-}
-
-static void rec_close(recorder *r)
-{
-    if (r->last)
-        rec_put(r, "]", 1);
-    r->last = 0;
-}
-
-static void on_content(void *u, const char *s, size_t n)
-{
-    rec_text(u, 'C', s, n);
-}
-
-static void on_reasoning(void *u, const char *s, size_t n)
-{
-    rec_text(u, 'R', s, n);
-}
-
-static void on_call(void *u, const gufo_tool_call *call)
-{
-    recorder *r = u;
-    rec_close(r);
-    GUFO_CHECK(call->id == NULL);
-    rec_put(r, "T[", 2);
-    rec_put(r, call->name, strlen(call->name));
-    rec_put(r, "|", 1);
-    rec_put(r, call->arguments, strlen(call->arguments));
-    rec_put(r, "]", 1);
-}
-
-static void on_malformed(void *u, const char *message, const char *raw, size_t n)
-{
-    recorder *r = u;
-    rec_close(r);
-    rec_put(r, "M[", 2);
-    rec_put(r, message, strlen(message));
-    rec_put(r, "|", 1);
-    rec_put(r, raw, n);
-    rec_put(r, "]", 1);
-}
+/* ---- Parsing (events recorded by sink_recorder.h) ------------------------------- */
 
 /* A Qwen3.5 chat asking about the weather, with TOOLS, thinking on or off. */
 static gufo_chat weather_chat(gufo_chat_message *messages, bool thinking)
