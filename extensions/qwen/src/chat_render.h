@@ -105,6 +105,30 @@ static inline void put_json(chat_writer *w, const qwen_pyjson *value)
         qwen_pyjson_write(value, QWEN_PYJSON_DUMPS, put_json_bytes, w);
 }
 
+/* An assistant message's reasoning and content as both Qwen templates read
+ * them: its own `reasoning` field when it has one, else the text inside
+ * <think>...</think> at the start of `content`:
+ *   reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n')
+ *   content = content.split('</think>')[-1].lstrip('\n')
+ * `*content` comes in as the message's content and may be narrowed. */
+static inline text_view split_reasoning(const gufo_chat_message *m, text_view *content)
+{
+    size_t first = 0, last = 0; /* set by view_contains() when it finds the marker */
+    if (m->reasoning)
+        return view_of(m->reasoning);
+    if (!view_contains(*content, "</think>", &first, &last))
+        return (text_view){"", 0};
+    text_view before = rstrip_newlines((text_view){content->s, first});
+    size_t open_last;
+    if (view_contains(before, "<think>", NULL, &open_last)) {
+        size_t skip = open_last + strlen("<think>");
+        before = (text_view){before.s + skip, before.n - skip};
+    }
+    size_t after = last + strlen("</think>");
+    *content = lstrip_newlines((text_view){content->s + after, content->n - after});
+    return lstrip_newlines(before);
+}
+
 static inline bool is_role(const gufo_chat_message *m, const char *role)
 {
     return m->role && strcmp(m->role, role) == 0;

@@ -81,23 +81,8 @@ static void put_assistant(chat_writer *w, const gufo_chat *chat, size_t i, size_
                           const qwen_chat_options *options)
 {
     const gufo_chat_message *m = &chat->messages[i];
-    text_view content = view_of(m->content), reasoning = {"", 0};
-    size_t first = 0, last = 0; /* set by view_contains() when it finds the marker */
-    if (m->reasoning) {
-        reasoning = view_of(m->reasoning);
-    } else if (view_contains(content, "</think>", &first, &last)) {
-        /* content = content.split('</think>')[-1].lstrip('\n')
-         * reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
-        text_view before = rstrip_newlines((text_view){content.s, first});
-        size_t open_last;
-        if (view_contains(before, "<think>", NULL, &open_last)) {
-            size_t skip = open_last + strlen("<think>");
-            before = (text_view){before.s + skip, before.n - skip};
-        }
-        reasoning = lstrip_newlines(before);
-        size_t after = last + strlen("</think>");
-        content = lstrip_newlines((text_view){content.s + after, content.n - after});
-    }
+    text_view content = view_of(m->content);
+    text_view reasoning = split_reasoning(m, &content);
     bool is_last = i + 1 == chat->n_messages;
     if (i > last_query && (is_last || reasoning.n)) {
         put(w, "<|im_start|>assistant\n<think>\n");

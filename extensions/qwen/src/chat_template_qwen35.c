@@ -172,24 +172,8 @@ static void put_tool_call(chat_writer *w, const gufo_tool_call *call, bool first
 
 static void put_assistant(chat_writer *w, const gufo_chat_message *m, bool after_last_query)
 {
-    text_view content = content_of(m), reasoning = {"", 0};
-    size_t first = 0, last = 0;
-    if (m->reasoning) {
-        reasoning = view_of(m->reasoning);
-    } else if (view_contains(content, "</think>", &first, &last)) {
-        /* reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n')
-         * content = content.split('</think>')[-1].lstrip('\n') */
-        text_view before = rstrip_newlines((text_view){content.s, first});
-        size_t open_last;
-        if (view_contains(before, "<think>", NULL, &open_last)) {
-            size_t skip = open_last + strlen("<think>");
-            before = (text_view){before.s + skip, before.n - skip};
-        }
-        reasoning = lstrip_newlines(before);
-        size_t after = last + strlen("</think>");
-        content = lstrip_newlines((text_view){content.s + after, content.n - after});
-    }
-    reasoning = trim(reasoning);
+    text_view content = content_of(m);
+    text_view reasoning = trim(split_reasoning(m, &content));
     if (after_last_query) {
         put(w, "<|im_start|>assistant\n<think>\n");
         put_view(w, reasoning);
