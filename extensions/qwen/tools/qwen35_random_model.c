@@ -1,6 +1,6 @@
 /* qwen35_random_model — writes a tiny random-weight Qwen3.5/3.8 GGUF (arch qwen35) in llama.cpp's layout.
  *
- *   qwen_qwen35_random_model --out FILE [--type f32|bf16|q8_0] [--seed N] [--no-mtp | --mtp-only] [--tied]
+ *   qwen_qwen35_random_model --out FILE [--type f32|bf16|q8_0|q4_0] [--seed N] [--no-mtp | --mtp-only] [--tied]
  *
  * The shape is Qwen3.8-27B's structure scaled down: hidden 64, 4 trunk blocks
  * (3 Gated DeltaNet + 1 gated full attention, full_attention_interval 4), one
@@ -14,8 +14,8 @@
  * Qwen3_5ForCausalLM (see src/qwen35/weights.h); --mtp-only writes what its
  * --mtp export does (the MTP draft file: token_embd, output_norm, output and
  * the MTP block, with the same values as the full file of the same seed); every matrix's input size is a
- * multiple of 32, so Q8_0 covers them all. Vectors (norms, conv taps, ssm_a,
- * ssm_dt) are F32 whatever --type says, as llama-quantize leaves them.
+ * multiple of 32, so Q8_0 and Q4_0 cover them all (the K-quants' blocks of 256 do not fit hidden 64).
+ * Vectors (norms, conv taps, ssm_a, ssm_dt) are F32 whatever --type says, as llama-quantize leaves them.
  *
  * Vocabulary: 320 tokens shaped like the real one — the 256 byte-level
  * tokens in GPT-2's byte-to-unicode spelling, 42 BPE merges of common English
@@ -29,7 +29,7 @@
  * embedding N(0, 1); RMSNorm weights 1 + 0.1 N(0, 1) (the stored, already
  * (1 + w) value); conv taps N(0, 1/kernel); ssm_a = -A with A uniform in
  * [0.05, 1] (a slow decay, so the recurrent state carries over many
- * positions); ssm_dt.bias 1 + 0.1 N(0, 1). BF16 and Q8_0 files hold the same
+ * positions); ssm_dt.bias 1 + 0.1 N(0, 1). BF16, Q8_0 and Q4_0 files hold the same
  * draws rounded by the runtime's quantizer.
  */
 #include <gufo/ext/gguf_reader.h>
@@ -274,7 +274,7 @@ static void add_vocabulary(writer_ctx *c)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: qwen_qwen35_random_model --out FILE [--type f32|bf16|q8_0] [--seed N] [--no-mtp | --mtp-only] "
+    fprintf(f, "usage: qwen_qwen35_random_model --out FILE [--type f32|bf16|q8_0|q4_0] [--seed N] [--no-mtp | --mtp-only] "
                "[--tied]\n");
 }
 
@@ -315,8 +315,11 @@ int main(int argc, char **argv)
     } else if (strcmp(type_name, "q8_0") == 0) {
         c.matrix_type = GUFO_TENSOR_Q8_0;
         file_type = 7;
+    } else if (strcmp(type_name, "q4_0") == 0) {
+        c.matrix_type = GUFO_TENSOR_Q4_0;
+        file_type = 2;
     } else {
-        fprintf(stderr, "qwen35_random_model: --type %s: expected f32, bf16 or q8_0\n", type_name);
+        fprintf(stderr, "qwen35_random_model: --type %s: expected f32, bf16, q8_0 or q4_0\n", type_name);
         return 2;
     }
     if (!out || (mtp_only && !mtp)) {
