@@ -26,6 +26,9 @@
 #define QWEN35_DEFAULT_MAX_BATCH 16u
 #define QWEN35_MAX_BATCH_LIMIT 128u
 #define QWEN35_MAX_PREFILL_CHUNK 512u
+/* Positions a new session's attention caches hold before they first grow
+ * (session.c; 32 MiB at 27B, where a position costs 128 KiB). */
+#define QWEN35_FIRST_CAPACITY 256u
 
 typedef struct qwen35_model {
     qwen_model_base base;     /* first: file, limits, tokenizer, live sessions (../model_base.h) */
@@ -102,8 +105,9 @@ uint32_t qwen35_snapshot_length(gufo_model *model, const gufo_text_snapshot *sna
 /** Frees every live session and snapshot (model destroy). */
 void qwen35_release_all(qwen35_model *model);
 
-/** Attention keys and values per token of a session (get_info's session_bytes_per_token). */
-uint64_t qwen35_session_bytes_per_token(const qwen35_hparams *hp);
+/** Attention keys and values per token of a session, the MTP block's cache included
+ * (get_info's session_bytes_per_token). */
+uint64_t qwen35_session_bytes_per_token(const qwen35_hparams *hp, bool with_mtp);
 
 /** Bytes of one snapshot (the recurrent state of every Gated DeltaNet block). */
 uint64_t qwen35_snapshot_size(const qwen35_hparams *hp);

@@ -175,7 +175,7 @@ static gufo_status qwen35_get_info(gufo_model *handle, gufo_text_model_info *inf
         .cache_caps = GUFO_CACHE_SNAPSHOT,
         .snapshot_granularity = 1,
         .snapshot_bytes = qwen35_snapshot_size(&model->hp),
-        .session_bytes_per_token = qwen35_session_bytes_per_token(&model->hp),
+        .session_bytes_per_token = qwen35_session_bytes_per_token(&model->hp, model->weights.has_mtp),
         .samples_on_device = false,
     };
     return qwen_model_base_info(&model->base, &costs, info, err);

@@ -48,9 +48,10 @@ static uint64_t state_bytes(const qwen35_state *st)
             (uint64_t)st->n_gdn * (st->conv_floats + st->delta_floats)) * sizeof(float);
 }
 
-uint64_t qwen35_session_bytes_per_token(const qwen35_hparams *hp)
+uint64_t qwen35_session_bytes_per_token(const qwen35_hparams *hp, bool with_mtp)
 {
-    return (uint64_t)qwen35_attention_layers(hp) * 2u * hp->n_head_kv * hp->head_dim * sizeof(float);
+    const uint64_t caches = qwen35_attention_layers(hp) + (with_mtp ? 1u : 0u);
+    return caches * 2u * hp->n_head_kv * hp->head_dim * sizeof(float);
 }
 
 uint64_t qwen35_snapshot_size(const qwen35_hparams *hp)
@@ -77,6 +78,27 @@ void qwen35_session_remember_rows(qwen35_model *model, qwen35_session *session, 
         qwen35_mtp_history_push(&session->mtp, tokens, hidden, n);
 }
 
+gufo_status qwen35_session_reserve(qwen35_model *model, qwen35_session *session, uint32_t positions, gufo_error *err)
+{
+    qwen35_state *st = &session->state;
+    const uint32_t capacity = qwen35_state_grown_capacity(st, positions);
+    if (capacity == 0)
+        return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW, "%s: %u tokens do not fit the session's context of %u",
+                              who(model), positions, st->context);
+    if (capacity == st->capacity)
+        return GUFO_OK;
+    const uint64_t bytes = qwen35_state_kv_bytes(st, capacity) - qwen35_state_kv_bytes(st, st->capacity);
+    gufo_status status = gufo_memory_charge(model->base.memory, GUFO_MEMORY_HOST, bytes, "kv-cache", err);
+    if (status != GUFO_OK)
+        return gufo_error_prefix(err, status, "%s: growing the session's caches to %u tokens", who(model), capacity);
+    if ((status = qwen35_state_reserve(st, positions, err)) != GUFO_OK) {
+        gufo_memory_uncharge(model->base.memory, GUFO_MEMORY_HOST, bytes, "kv-cache");
+        return gufo_error_prefix(err, status, "%s", who(model));
+    }
+    session->charged += bytes;
+    return GUFO_OK;
+}
+
 /* ---- sessions ----------------------------------------------------------------- */
 
 gufo_status qwen35_session_create(gufo_model *handle, const gufo_session_params *params, gufo_text_session **out,
@@ -99,7 +121,8 @@ gufo_status qwen35_session_create(gufo_model *handle, const gufo_session_params 
     /* With an MTP block the session keeps what MTP drafting needs: the
      * block's own cache and the newest trunk rows (speculative.c). */
     const bool with_mtp = model->weights.has_mtp;
-    if ((st = qwen35_state_create(&model->hp, with_mtp, context, &session->state, err)) != GUFO_OK) {
+    const uint32_t first = context < QWEN35_FIRST_CAPACITY ? context : QWEN35_FIRST_CAPACITY;
+    if ((st = qwen35_state_init(&model->hp, with_mtp, first, context, &session->state, err)) != GUFO_OK) {
         gufo_memory_free(model->base.memory, session);
         return gufo_error_prefix(err, st, "%s session of %u tokens", who(model), context);
     }
@@ -139,10 +162,10 @@ void qwen35_session_destroy(gufo_model *handle, gufo_text_session *session_handl
         if (snap->stale)
             continue;
         const uint64_t bytes =
-            qwen35_attention_rows_bytes(&session->state, &model->hp, snap->core.n_past, snap->core.mtp_n_past);
+            qwen35_attention_rows_bytes(&session->state, snap->core.n_past, snap->core.mtp_n_past);
         if (gufo_memory_charge(model->base.memory, GUFO_MEMORY_HOST, bytes, "snapshot", NULL) != GUFO_OK)
             continue;
-        snap->rows = qwen35_state_export_attention(&session->state, &model->hp, snap->core.n_past,
+        snap->rows = qwen35_state_export_attention(&session->state, snap->core.n_past,
                                                    snap->core.mtp_n_past);
         if (snap->rows)
             snap->charged += bytes;
@@ -182,10 +205,10 @@ gufo_status qwen35_prefill(gufo_model *handle, gufo_text_session *session_handle
     if (!model || !session || !tokens || n == 0)
         return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 prefill: no session or no tokens");
     qwen35_state *st = &session->state;
-    if (n > st->capacity - st->n_past)
+    if (n > st->context - st->n_past)
         return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW,
                               "%s prefill: the session holds %u of %u tokens; %zu more do not fit", who(model),
-                              st->n_past, st->capacity, n);
+                              st->n_past, st->context, n);
     for (size_t i = 0; i < n; i++)
         if (!valid_token(model, tokens[i]))
             return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
@@ -197,6 +220,8 @@ gufo_status qwen35_prefill(gufo_model *handle, gufo_text_session *session_handle
     gufo_status status = gufo_cancel_check(cancel, err);
     if (status != GUFO_OK)
         return status;
+    if ((status = qwen35_session_reserve(model, session, st->n_past + (uint32_t)n, err)) != GUFO_OK)
+        return gufo_error_prefix(err, status, "prefill");
     qwen35_session_rewrites_from(model, session, st->n_past);
     const uint32_t slice_max = model->engine.max_rows;
     for (size_t done = 0; done < n;) {
@@ -236,9 +261,9 @@ gufo_status qwen35_decode(gufo_model *handle, const gufo_decode_batch *batch, gu
             return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT,
                                   "%s decode: item %u's token is %d, outside the vocabulary 0..%u", who(model), i,
                                   (int)item->token, model->hp.n_vocab - 1);
-        if (session->state.n_past >= session->state.capacity)
+        if (session->state.n_past >= session->state.context)
             return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW, "%s decode: item %u's session is full (%u tokens)",
-                                  who(model), i, session->state.capacity);
+                                  who(model), i, session->state.context);
         for (uint32_t j = 0; j < i; j++)
             if (states[j] == &session->state)
                 return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "%s decode: items %u and %u are one session",
@@ -249,6 +274,11 @@ gufo_status qwen35_decode(gufo_model *handle, const gufo_decode_batch *batch, gu
     gufo_status st = gufo_cancel_check(batch->cancel, err);
     if (st != GUFO_OK)
         return st;
+    /* Growing a cache keeps what it holds, so an item that grew stays valid if a later one cannot. */
+    for (uint32_t i = 0; i < n; i++)
+        if ((st = qwen35_session_reserve(model, qwen35_session_of(batch->items[i].session), states[i]->n_past + 1,
+                                         err)) != GUFO_OK)
+            return gufo_error_prefix(err, st, "decode: item %u", i);
     for (uint32_t i = 0; i < n; i++)
         qwen35_session_rewrites_from(model, qwen35_session_of(batch->items[i].session), states[i]->n_past);
     if ((st = qwen35_decode_batch(&model->engine, states, tokens, n, err)) != GUFO_OK)
@@ -368,10 +398,13 @@ gufo_status qwen35_restore(gufo_model *handle, gufo_text_session *session_handle
     if (snap->source != session) {
         /* This session's positions are replaced from 0: its own snapshots no longer match it. */
         qwen35_session_rewrites_from(model, session, 0);
-        st = snap->source ? qwen35_state_copy_attention(&session->state, &snap->source->state, &model->hp,
-                                                        snap->core.n_past, snap->core.mtp_n_past, err)
-                          : qwen35_state_import_attention(&session->state, &model->hp, snap->rows, snap->core.n_past,
-                                                          snap->core.mtp_n_past, err);
+        const uint32_t rows = snap->core.n_past > snap->core.mtp_n_past ? snap->core.n_past : snap->core.mtp_n_past;
+        st = qwen35_session_reserve(model, session, rows, err);
+        if (st == GUFO_OK)
+            st = snap->source ? qwen35_state_copy_attention(&session->state, &snap->source->state, snap->core.n_past,
+                                                            snap->core.mtp_n_past, err)
+                              : qwen35_state_import_attention(&session->state, snap->rows, snap->core.n_past,
+                                                              snap->core.mtp_n_past, err);
         if (st != GUFO_OK)
             return gufo_error_prefix(err, st, "%s restore", who(model));
     }

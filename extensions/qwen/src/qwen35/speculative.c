@@ -73,19 +73,23 @@ static gufo_status mtp_draft(gufo_model *handle, gufo_text_session *session_hand
     if (max_draft > QWEN35_MAX_DRAFT)
         max_draft = QWEN35_MAX_DRAFT;
     /* The history rows plus max_draft - 1 chained rows must fit the MTP cache. */
-    const uint32_t room = st->capacity - st->mtp_n_past;
+    const uint32_t room = st->context - st->mtp_n_past;
     if (room < history->n)
         return GUFO_OK;
     if (max_draft > room - history->n + 1)
         max_draft = room - history->n + 1;
     if (max_draft == 0)
         return GUFO_OK;
+    gufo_status status =
+        qwen35_session_reserve(model, session, st->mtp_n_past + history->n + (uint32_t)max_draft - 1, err);
+    if (status != GUFO_OK)
+        return gufo_error_prefix(err, status, "draft");
 
     qwen35_engine *e = &model->engine;
     const uint32_t V = model->hp.n_vocab, D = model->hp.n_embd, n_known = history->n;
     const uint32_t mtp_n_past0 = st->mtp_n_past;
     history->next[n_known - 1] = last_token;
-    gufo_status status = qwen35_mtp_forward(e, st, history->next, history->hidden, n_known, err);
+    status = qwen35_mtp_forward(e, st, history->next, history->hidden, n_known, err);
     if (status != GUFO_OK) {
         st->mtp_n_past = mtp_n_past0;
         return gufo_error_prefix(err, status, "%s draft", who(model));
@@ -150,10 +154,10 @@ static gufo_status mtp_verify(gufo_model *handle, gufo_text_session *session_han
                               who(model), n_draft, QWEN35_MAX_DRAFT);
     qwen35_state *st = &session->state;
     const uint32_t rows = (uint32_t)n_draft + 1;
-    if (rows > st->capacity - st->n_past)
+    if (rows > st->context - st->n_past)
         return gufo_error_set(err, GUFO_E_CONTEXT_OVERFLOW,
                               "%s verify: the session holds %u of %u tokens; %u more do not fit", who(model),
-                              st->n_past, st->capacity, rows);
+                              st->n_past, st->context, rows);
     int32_t tokens[QWEN35_MAX_DRAFT + 1];
     tokens[0] = last_token;
     memcpy(tokens + 1, draft, n_draft * sizeof *draft);
@@ -167,6 +171,8 @@ static gufo_status mtp_verify(gufo_model *handle, gufo_text_session *session_han
         return status;
     if ((status = ensure_verify_log(model, st, err)) != GUFO_OK)
         return gufo_error_prefix(err, status, "%s verify", who(model));
+    if ((status = qwen35_session_reserve(model, session, st->n_past + rows, err)) != GUFO_OK)
+        return gufo_error_prefix(err, status, "verify");
 
     qwen35_engine *e = &model->engine;
     qwen35_session_rewrites_from(model, session, st->n_past);

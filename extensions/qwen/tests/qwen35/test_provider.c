@@ -43,6 +43,7 @@ gufo_status gufo_ext_qwen35_cpu_provider(gufo_extension *ext, gufo_provider *out
 
 #define EXPECT_OK(call) GUFO_CHECK_STATUS((call), GUFO_OK, &err)
 #define N_GEN 12
+#define CORE_CAPACITY 512u
 
 static gufo_error err;
 static const gufo_text_generation_iface *tg;
@@ -138,8 +139,10 @@ static void core_generate(const char *path, const gufo_token *prompt, uint32_t n
     GUFO_CHECK(gguf && qwen35_hparams_read(gguf, &hp, why, sizeof why));
     EXPECT_OK(qwen35_weights_load(gguf, &hp, &w, &err));
     EXPECT_OK(gufo_x_pool_create(1, &pool, &err));
-    EXPECT_OK(qwen35_engine_init(&e, &hp, &w, pool, 64, 1, 128, &err));
-    EXPECT_OK(qwen35_state_create(&hp, false, 128, &st, &err));
+    /* One prefill slice and caches of their full size from the start, as the
+     * provider's sessions are not (they grow: test_growing_caches). */
+    EXPECT_OK(qwen35_engine_init(&e, &hp, &w, pool, n_prompt > 64 ? n_prompt : 64, 1, CORE_CAPACITY, &err));
+    EXPECT_OK(qwen35_state_create(&hp, false, CORE_CAPACITY, &st, &err));
     EXPECT_OK(qwen35_forward(&e, &st, prompt, n_prompt, false, &err));
     memcpy(first_logits, e.logits, (size_t)V * sizeof(float));
     for (int i = 0; i < N_GEN; i++) {
@@ -208,6 +211,58 @@ static void test_greedy_equals_core(gufo_model *model, const char *path)
         GUFO_CHECK_EQ_INT(mine[0][i], core[i]);
     GUFO_CHECK_EQ_INT(tg->session_length(model, s), sizeof prompt_a / sizeof prompt_a[0] + N_GEN - 1);
     tg->session_destroy(model, s);
+    free(core_logits);
+    free(my_logits);
+}
+
+/*
+ * A session's attention caches start small and grow as it fills
+ * (QWEN35_FIRST_CAPACITY, doubling): a new session is charged far less than
+ * its whole context, a 300-token prompt grows it, and what it computes is
+ * the bits of the core's loop over caches of their full size; a snapshot
+ * restored into a fresh (small) session grows it too and continues alike.
+ */
+static void test_growing_caches(gufo_model *model, const char *path, gufo_memory *memory)
+{
+    enum { LONG = 300 };
+    gufo_text_model_info info = {.struct_size = sizeof info};
+    EXPECT_OK(tg->get_info(model, &info, NULL));
+    gufo_token prompt[LONG];
+    for (int i = 0; i < LONG; i++)
+        prompt[i] = (gufo_token)((i * 37 + 11) % 256); /* byte tokens */
+    int32_t core[N_GEN], mine[1][N_GEN], again[1][N_GEN];
+    float *core_logits = calloc((size_t)V, sizeof(float)), *my_logits = calloc((size_t)V, sizeof(float));
+    core_generate(path, prompt, LONG, core, core_logits);
+
+    const uint64_t before = gufo_memory_used(memory, GUFO_MEMORY_HOST);
+    gufo_text_session *s = new_session(model);
+    const uint64_t created = gufo_memory_used(memory, GUFO_MEMORY_HOST) - before;
+    const uint64_t whole = (uint64_t)info.context_length * info.session_bytes_per_token;
+    GUFO_CHECK(info.context_length > 2 * LONG);
+    GUFO_CHECK(created < whole / 2);
+    gufo_token pending = prefill(model, s, prompt, LONG, my_logits);
+    const uint64_t grown = gufo_memory_used(memory, GUFO_MEMORY_HOST) - before;
+    GUFO_CHECK(grown >= created + (uint64_t)(LONG - 256) * info.session_bytes_per_token);
+    GUFO_CHECK(grown < whole);
+    printf("growing caches: a new session charges %llu bytes, %llu after %d tokens (its whole context: %llu)\n",
+           (unsigned long long)created, (unsigned long long)grown, LONG, (unsigned long long)whole);
+    GUFO_CHECK(memcmp(core_logits, my_logits, (size_t)V * sizeof(float)) == 0);
+    gufo_text_snapshot *snap = NULL;
+    EXPECT_OK(tg->snapshot_create(model, s, &snap, &err));
+    decode_together(model, &s, 1, &pending, mine, 0, NULL);
+    for (int i = 0; i < N_GEN; i++)
+        GUFO_CHECK_EQ_INT(mine[0][i], core[i]);
+
+    gufo_text_session *fresh = new_session(model);
+    EXPECT_OK(tg->restore(model, fresh, snap, &err));
+    GUFO_CHECK_EQ_INT(tg->session_length(model, fresh), LONG);
+    gufo_token first = core[0];
+    decode_together(model, &fresh, 1, &first, again, 0, NULL);
+    GUFO_CHECK(memcmp(again[0], core, sizeof core) == 0);
+    tg->snapshot_destroy(model, snap);
+    tg->session_destroy(model, fresh);
+    tg->session_destroy(model, s);
+    GUFO_CHECK_EQ_INT(gufo_memory_used(memory, GUFO_MEMORY_HOST), before);
     free(core_logits);
     free(my_logits);
 }
@@ -576,6 +631,7 @@ int main(int argc, char **argv)
         GUFO_CHECK_CONTAINS(gufo_text_buffer_data(id, NULL), ";provider=qwen35-cpu");
         gufo_text_buffer_destroy(id);
         test_greedy_equals_core(model, path);
+        test_growing_caches(model, path, memory);
         test_batch_equals_solo(model);
         test_two_turns(model);
         test_tokenizer_round_trip(model);
