@@ -143,13 +143,21 @@ static void log_free(event_log *log)
     free(log->events);
 }
 
-/* The chats the first byte picks from: which output the parser expects first follows from them. */
+/* The chats the first byte picks from: which output the parser expects first follows from them.
+ * The two with a generation prompt carry tools, whose schemas type the XML form's
+ * parameters (Qwen3.5: strings stay raw, the other types are read as JSON). */
 static const gufo_chat_message g_user = {.role = "user", .content = "What is the weather in Paris?"};
+static const char g_tools[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", "
+    "\"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}}}}, "
+    "{\"type\": \"function\", \"function\": {\"name\": \"search\", \"parameters\": {\"type\": \"object\", "
+    "\"properties\": {\"query\": {\"type\": \"string\"}, \"exact\": {\"type\": \"boolean\"}, "
+    "\"filters\": {\"type\": \"object\"}, \"limit\": {\"type\": [\"number\", \"null\"]}}}}}]";
 static const gufo_chat g_chats[3] = {
     {.struct_size = sizeof(gufo_chat), .messages = &g_user, .n_messages = 1, .add_generation_prompt = true,
-     .enable_thinking = true},
+     .enable_thinking = true, .tools_json = g_tools},
     {.struct_size = sizeof(gufo_chat), .messages = &g_user, .n_messages = 1, .add_generation_prompt = true,
-     .enable_thinking = false},
+     .enable_thinking = false, .tools_json = g_tools},
     {.struct_size = sizeof(gufo_chat), .messages = &g_user, .n_messages = 1, .add_generation_prompt = false,
      .enable_thinking = true},
 };
