@@ -240,7 +240,7 @@ static int step_failed(const bench_run *b, const char *what, gufo_status st, con
 {
     if (st == GUFO_E_CANCELLED)
         return HOST_EXIT_INTERRUPTED;
-    host_error("%s: %s failed: %s", b->id, what, err->message[0] ? err->message : gufo_status_str(st));
+    host_error("%s: %s failed: %s", b->id, what, host_why(st, err));
     return HOST_EXIT_FAILURE;
 }
 
@@ -284,7 +284,7 @@ static int fresh_session(bench_run *b, uint32_t depth)
     if (st != GUFO_OK) {
         b->session = NULL;
         host_error("%s: creating a session of %u tokens failed: %s", b->id, b->session_context,
-                   err.message[0] ? err.message : gufo_status_str(st));
+                   host_why(st, &err));
         return HOST_EXIT_FAILURE;
     }
     if (depth == 0)
@@ -306,7 +306,7 @@ static int fresh_session(bench_run *b, uint32_t depth)
             b->snapshot = NULL; /* fall back to refilling */
             if (b->plan->verbose)
                 fprintf(stderr, "gufo: bench: snapshot at depth %u failed (%s); refilling instead\n", depth,
-                        err.message[0] ? err.message : gufo_status_str(st));
+                        host_why(st, &err));
         }
     }
     return HOST_EXIT_OK;

@@ -228,7 +228,7 @@ static int render(chat_state *c, gufo_text_buffer *out, gufo_chat *chat, gufo_ch
     *call_views_out = call_views;
     if (st != GUFO_OK) {
         host_error("%s: rendering the chat template failed: %s", c->id,
-                   err.message[0] ? err.message : gufo_status_str(st));
+                   host_why(st, &err));
         return HOST_EXIT_FAILURE;
     }
     return HOST_EXIT_OK;
@@ -273,7 +273,7 @@ static int new_session(chat_state *c)
     if (st != GUFO_OK) {
         c->session = NULL;
         host_error("%s: creating a session of %u tokens failed: %s", c->id, c->context,
-                   err.message[0] ? err.message : gufo_status_str(st));
+                   host_why(st, &err));
         return HOST_EXIT_FAILURE;
     }
     return HOST_EXIT_OK;
@@ -283,7 +283,7 @@ static int step_failed(const chat_state *c, const char *what, gufo_status st, co
 {
     if (st == GUFO_E_CANCELLED)
         return HOST_EXIT_INTERRUPTED;
-    host_error("%s: %s failed: %s", c->id, what, err->message[0] ? err->message : gufo_status_str(st));
+    host_error("%s: %s failed: %s", c->id, what, host_why(st, err));
     return HOST_EXIT_FAILURE;
 }
 
@@ -621,7 +621,7 @@ static int run_turn(chat_state *c, size_t turn, bool *dropped)
         if (st != GUFO_OK) {
             parser = NULL;
             host_error("%s: creating the tool-call parser failed: %s", c->id,
-                       err.message[0] ? err.message : gufo_status_str(st));
+                       host_why(st, &err));
             rc = HOST_EXIT_FAILURE;
             goto done;
         }

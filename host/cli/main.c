@@ -73,7 +73,7 @@ static int open_registry(gufo_registry **out)
     if (st == GUFO_E_VERSION)
         host_error("%s", err.message);
     else
-        host_error("loading the compiled-in extensions failed: %s", err.message[0] ? err.message : gufo_status_str(st));
+        host_error("loading the compiled-in extensions failed: %s", host_why(st, &err));
     gufo_registry_destroy(*out);
     *out = NULL;
     return HOST_EXIT_FAILURE;

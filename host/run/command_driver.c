@@ -44,7 +44,7 @@ int host_run_command_driver(host_driver_fn driver, gufo_model *model, const char
         return HOST_EXIT_INTERRUPTED;
     }
     if (st != GUFO_OK) {
-        host_error("%s: %s failed: %s", provider_id, command, err.message[0] ? err.message : gufo_status_str(st));
+        host_error("%s: %s failed: %s", provider_id, command, host_why(st, &err));
         return HOST_EXIT_FAILURE;
     }
     return HOST_EXIT_OK;

@@ -82,7 +82,7 @@ int host_decisions_run(const gufo_provider *provider, gufo_model *model, char *c
             break;
         }
         if (st != GUFO_OK) {
-            host_error("%s: decide failed: %s", provider->id, err.message[0] ? err.message : gufo_status_str(st));
+            host_error("%s: decide failed: %s", provider->id, host_why(st, &err));
             rc = HOST_EXIT_FAILURE;
             break;
         }

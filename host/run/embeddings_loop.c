@@ -69,7 +69,7 @@ int host_embeddings_run(const gufo_provider *provider, gufo_model *model, char *
             break;
         }
         if (st != GUFO_OK) {
-            host_error("%s: embed failed: %s", provider->id, err.message[0] ? err.message : gufo_status_str(st));
+            host_error("%s: embed failed: %s", provider->id, host_why(st, &err));
             rc = HOST_EXIT_FAILURE;
             break;
         }

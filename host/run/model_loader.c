@@ -112,7 +112,7 @@ int host_model_select(const gufo_registry *registry, gufo_capability capability,
         rc = HOST_EXIT_FAILURE;
     } else {
         host_error("selecting a %s provider for '%s' failed: %s", capability_label(capability), path,
-                   err.message[0] ? err.message : gufo_status_str(status));
+                   host_why(status, &err));
         rc = HOST_EXIT_FAILURE;
     }
     free(list.items);
@@ -152,7 +152,7 @@ int host_model_create(host_model *m, const host_model_config *config)
     if (st != GUFO_OK) {
         m->model = NULL;
         host_error("%s: loading '%s' failed: %s", m->provider.decl->id, params.path,
-                   err.message[0] ? err.message : gufo_status_str(st));
+                   host_why(st, &err));
         return st == GUFO_E_CANCELLED ? HOST_EXIT_INTERRUPTED : HOST_EXIT_FAILURE;
     }
     if (!m->model) {

@@ -88,7 +88,7 @@ static int render_prompt(generation *g, gufo_text_buffer *out)
     gufo_status st = g->tg->render_chat(g->model, &chat, out, &err);
     if (st != GUFO_OK) {
         host_error("%s: rendering the chat template failed: %s", g->provider->id,
-                   err.message[0] ? err.message : gufo_status_str(st));
+                   host_why(st, &err));
         return HOST_EXIT_FAILURE;
     }
     return HOST_EXIT_OK;
@@ -165,7 +165,7 @@ static int step_failed(generation *g, const char *what, gufo_status st, const gu
         g->stop_reason = "interrupted";
         return HOST_EXIT_INTERRUPTED;
     }
-    host_error("%s: %s failed: %s", g->provider->id, what, err->message[0] ? err->message : gufo_status_str(st));
+    host_error("%s: %s failed: %s", g->provider->id, what, host_why(st, err));
     return HOST_EXIT_FAILURE;
 }
 
@@ -370,13 +370,13 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
     gufo_session_params sp = {.struct_size = sizeof sp, .context_length = g.context_length};
     if ((st = tg->session_create(model, &sp, &g.session, &err)) != GUFO_OK) {
         host_error("%s: creating a session of %u tokens failed: %s", provider->id, g.context_length,
-                   err.message[0] ? err.message : gufo_status_str(st));
+                   host_why(st, &err));
         g.session = NULL;
         rc = HOST_EXIT_FAILURE;
         goto done;
     }
     if ((st = gufo_sampler_create(&req->sampling, g.info.n_vocab, &g.sampler, &err)) != GUFO_OK) {
-        host_error("cannot create the sampler: %s", err.message[0] ? err.message : gufo_status_str(st));
+        host_error("cannot create the sampler: %s", host_why(st, &err));
         rc = HOST_EXIT_FAILURE;
         goto done;
     }

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "run/report.h"
+
 gufo_status host_tokenize_text(const gufo_text_generation_iface *tg, gufo_model *model, const char *text, size_t len,
                                gufo_token **out, size_t *n_out, gufo_error *err)
 {
@@ -26,7 +28,7 @@ gufo_status host_tokenize_text(const gufo_text_generation_iface *tg, gufo_model 
         }
         if (st != GUFO_E_LIMIT || needed <= cap) {
             free(tokens);
-            return gufo_error_set(err, st, "%s", inner.message[0] ? inner.message : gufo_status_str(st));
+            return gufo_error_set(err, st, "%s", host_why(st, &inner));
         }
         cap = needed;
     }
