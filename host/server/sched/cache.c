@@ -8,6 +8,7 @@
 typedef struct cache_entry {
     gufo_text_session *session;   /* a retained session ... */
     gufo_text_snapshot *snapshot; /* ... or a checkpoint: exactly one is set */
+    const gufo_text_session *source; /* a checkpoint: the session it was taken from (see drop_checkpoints_of) */
     gufo_token *tokens;           /* the history it holds */
     size_t n_tokens;
     uint64_t last_used;           /* the cache's clock when it was put: smaller = less recently used */
@@ -25,6 +26,7 @@ struct srv_cache {
     uint32_t n_entries;
     uint32_t n_sessions, n_checkpoints;
     unsigned held;                /* > 0 while a provider destroys something: no eviction (see cache.h) */
+    const gufo_text_session *pinned; /* the source of the checkpoint taken out, which must outlive its restore */
 
     /* Written on the scheduler thread, read by /metrics. */
     atomic_uint_least32_t stat_sessions;
@@ -87,9 +89,13 @@ static cache_entry remove_entry(srv_cache *c, uint32_t i)
     return e;
 }
 
+static void drop_checkpoints_of(srv_cache *c, const gufo_text_session *session);
+
 /* Frees what an entry holds, eviction held off while the provider works. */
 static void drop_entry(srv_cache *c, cache_entry e)
 {
+    if (e.session)
+        drop_checkpoints_of(c, e.session);
     c->held++;
     if (e.session)
         c->tg->session_destroy(c->model, e.session);
@@ -97,6 +103,36 @@ static void drop_entry(srv_cache *c, cache_entry e)
         c->tg->snapshot_destroy(c->model, e.snapshot);
     c->held--;
     free(e.tokens);
+}
+
+/*
+ * Destroys the checkpoints taken from `session` before the session goes. A
+ * checkpoint lives as long as its session: a provider may keep only the state
+ * that cannot be recomputed in the snapshot and read the rest from the
+ * session (qwen35-cpu: the recurrent state in the snapshot, the attention rows
+ * in the session), and when the session goes it must copy those rows into
+ * every live snapshot of it: as much memory as the session's KV cache, moved
+ * instead of freed. Its checkpoints are also the older part of its
+ * conversation, so they are worth less than what stays.
+ */
+static void drop_checkpoints_of(srv_cache *c, const gufo_text_session *session)
+{
+    for (uint32_t i = 0; i < c->n_entries;) {
+        if (c->entries[i].snapshot && c->entries[i].source == session) {
+            atomic_fetch_add(&c->stat_checkpoint_evictions, 1);
+            drop_entry(c, remove_entry(c, i)); /* the last entry moved to i: look at i again */
+        } else {
+            i++;
+        }
+    }
+}
+
+/* A checkpoint just used keeps the session it reads from fresh too: it cannot outlive it. */
+static void touch_source(srv_cache *c, const gufo_text_session *source)
+{
+    for (uint32_t i = 0; source && i < c->n_entries; i++)
+        if (c->entries[i].session == source)
+            c->entries[i].last_used = ++c->clock;
 }
 
 void srv_cache_destroy(srv_cache *c)
@@ -122,7 +158,7 @@ static bool evict_oldest(srv_cache *c, bool any, bool checkpoints)
     uint32_t oldest = UINT32_MAX;
     for (uint32_t i = 0; i < c->n_entries; i++) {
         bool is_checkpoint = c->entries[i].snapshot != NULL;
-        if (!any && is_checkpoint != checkpoints)
+        if ((!any && is_checkpoint != checkpoints) || (c->pinned && c->entries[i].session == c->pinned))
             continue;
         if (oldest == UINT32_MAX || c->entries[i].last_used < c->entries[oldest].last_used)
             oldest = i;
@@ -150,6 +186,7 @@ static void add_entry(srv_cache *c, cache_entry e)
             return;
         }
     }
+    touch_source(c, e.source);
     e.last_used = ++c->clock;
     c->entries[c->n_entries++] = e;
     if (checkpoint) {
@@ -164,8 +201,10 @@ static void add_entry(srv_cache *c, cache_entry e)
 
 void srv_cache_put_back(srv_cache *c, srv_cache_entry *entry)
 {
-    cache_entry e = {.session = entry->session, .snapshot = entry->snapshot, .tokens = entry->tokens,
-                     .n_tokens = entry->n_tokens};
+    cache_entry e = {.session = entry->session, .snapshot = entry->snapshot, .source = entry->source,
+                     .tokens = entry->tokens, .n_tokens = entry->n_tokens};
+    if (e.snapshot)
+        c->pinned = NULL;
     if ((e.snapshot ? c->checkpoint_capacity : c->capacity) == 0)
         drop_entry(c, e);
     else
@@ -175,8 +214,10 @@ void srv_cache_put_back(srv_cache *c, srv_cache_entry *entry)
 
 void srv_cache_discard(srv_cache *c, srv_cache_entry *entry)
 {
-    if (entry->snapshot)
+    if (entry->snapshot) {
+        c->pinned = NULL;
         atomic_fetch_add(&c->stat_checkpoint_evictions, 1);
+    }
     drop_entry(c, (cache_entry){.session = entry->session, .snapshot = entry->snapshot, .tokens = entry->tokens});
     *entry = (srv_cache_entry){0};
 }
@@ -201,7 +242,8 @@ void srv_cache_put(srv_cache *c, gufo_text_session *session, const gufo_token *t
     add_entry(c, (cache_entry){.session = session, .tokens = copy, .n_tokens = n});
 }
 
-void srv_cache_put_checkpoint(srv_cache *c, gufo_text_snapshot *snapshot, const gufo_token *tokens, size_t n)
+void srv_cache_put_checkpoint(srv_cache *c, gufo_text_snapshot *snapshot, const gufo_text_session *source,
+                              const gufo_token *tokens, size_t n)
 {
     gufo_token *copy = c->checkpoint_capacity ? copy_tokens(tokens, n) : NULL;
     if (!copy) {
@@ -209,7 +251,7 @@ void srv_cache_put_checkpoint(srv_cache *c, gufo_text_snapshot *snapshot, const 
         return;
     }
     atomic_fetch_add(&c->stat_checkpoint_creations, 1);
-    add_entry(c, (cache_entry){.snapshot = snapshot, .tokens = copy, .n_tokens = n});
+    add_entry(c, (cache_entry){.snapshot = snapshot, .source = source, .tokens = copy, .n_tokens = n});
 }
 
 bool srv_cache_has_checkpoint(srv_cache *c, const gufo_token *tokens, size_t n)
@@ -218,6 +260,7 @@ bool srv_cache_has_checkpoint(srv_cache *c, const gufo_token *tokens, size_t n)
         cache_entry *e = &c->entries[i];
         if (e->snapshot && e->n_tokens == n && memcmp(e->tokens, tokens, n * sizeof *tokens) == 0) {
             e->last_used = ++c->clock;
+            touch_source(c, e->source);
             return true;
         }
     }
@@ -259,8 +302,10 @@ bool srv_cache_take(srv_cache *c, const gufo_token *prompt, size_t n_prompt, boo
     if (best == UINT32_MAX)
         return false;
     cache_entry e = remove_entry(c, best);
-    *out = (srv_cache_entry){.session = e.session, .snapshot = e.snapshot, .tokens = e.tokens,
+    *out = (srv_cache_entry){.session = e.session, .snapshot = e.snapshot, .source = e.source, .tokens = e.tokens,
                              .n_tokens = e.n_tokens};
+    if (e.snapshot)
+        c->pinned = e.source; /* its session must not be evicted while the caller restores it */
     *keep = best_keep;
     return true;
 }

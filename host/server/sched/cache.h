@@ -66,6 +66,7 @@ typedef struct srv_cache_stats {
 typedef struct srv_cache_entry {
     gufo_text_session *session;
     gufo_text_snapshot *snapshot;
+    const gufo_text_session *source; /* a checkpoint: the session it was taken from */
     gufo_token *tokens;       /* malloc'd; owned with the entry */
     size_t n_tokens;
 } srv_cache_entry;
@@ -90,12 +91,22 @@ void srv_cache_destroy(srv_cache *cache);
 void srv_cache_put(srv_cache *cache, gufo_text_session *session, const gufo_token *tokens, size_t n);
 
 /**
- * Takes ownership of `snapshot`, a checkpoint holding exactly `tokens[0..n)`
- * (copied), and counts its creation. Evicts the least recently used
- * checkpoint when the checkpoints are full; destroys the snapshot when the
- * cache keeps none or the copy cannot be made.
+ * Takes ownership of `snapshot`, a checkpoint of `source` holding exactly
+ * `tokens[0..n)` (copied), and counts its creation. Evicts the least recently
+ * used checkpoint when the checkpoints are full; destroys the snapshot when
+ * the cache keeps none or the copy cannot be made.
+ *
+ * A checkpoint lives as long as its source session: when the cache destroys
+ * that session (evicted, or handed to srv_cache_destroy_session()) it destroys
+ * the session's checkpoints first, and using a checkpoint keeps its session
+ * fresh in the LRU order. (A provider may read part of a snapshot from its
+ * session, and copy it out when the session goes: qwen35-cpu's attention rows,
+ * as large as the session's KV cache. So the memory is freed, not moved.)
+ * Every session the scheduler destroys goes through the cache, so a source is
+ * never a dangling pointer.
  */
-void srv_cache_put_checkpoint(srv_cache *cache, gufo_text_snapshot *snapshot, const gufo_token *tokens, size_t n);
+void srv_cache_put_checkpoint(srv_cache *cache, gufo_text_snapshot *snapshot, const gufo_text_session *source,
+                              const gufo_token *tokens, size_t n);
 
 /**
  * True when a checkpoint holding exactly `tokens[0..n)` is cached; it becomes
@@ -119,7 +130,8 @@ bool srv_cache_has_checkpoint(srv_cache *cache, const gufo_token *tokens, size_t
  * The caller rewinds the session (or a copy of it) to `*keep`, or restores
  * the checkpoint into a new session, and prefills the rest; then hands the
  * entry back with srv_cache_put_back(), srv_cache_put() (a session), or
- * srv_cache_discard(). Returns false when no entry shares a token. Counts
+ * srv_cache_discard(). While a checkpoint is out, its source session is not
+ * evicted (the restore reads from it). Returns false when no entry shares a token. Counts
  * nothing: see srv_cache_count_lookup().
  */
 bool srv_cache_take(srv_cache *cache, const gufo_token *prompt, size_t n_prompt, bool can_truncate,
@@ -136,11 +148,13 @@ void srv_cache_put_back(srv_cache *cache, srv_cache_entry *entry);
 void srv_cache_discard(srv_cache *cache, srv_cache_entry *entry);
 
 /**
- * Destroys a session the cache does not hold. Eviction is held off while the
- * provider destroys it: a provider may charge memory then (qwen35-cpu copies
- * the attention rows its live snapshots need), and an eviction from the
- * memory pool's pressure handler would free one of those snapshots while the
- * provider walks them. Every session the scheduler destroys goes through here.
+ * Destroys a session the cache does not hold, and the checkpoints taken from
+ * it first (see srv_cache_put_checkpoint()). Eviction is held off while the
+ * provider destroys anything: a provider may charge memory then (qwen35-cpu
+ * copies the attention rows a live snapshot still needs), and an eviction
+ * from the memory pool's pressure handler would free one of those snapshots
+ * while the provider walks them. Every session the scheduler destroys goes
+ * through here.
  */
 void srv_cache_destroy_session(srv_cache *cache, gufo_text_session *session);
 

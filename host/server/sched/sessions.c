@@ -59,7 +59,7 @@ void srv_sessions_checkpoint(srv_sessions *ss, gufo_text_session *session, const
     gufo_error ignored = {0};
     gufo_text_snapshot *snapshot = NULL;
     if (ss->tg->snapshot_create(ss->model, session, &snapshot, &ignored) == GUFO_OK && snapshot)
-        srv_cache_put_checkpoint(ss->cache, snapshot, tokens, n);
+        srv_cache_put_checkpoint(ss->cache, snapshot, session, tokens, n);
 }
 
 /* A new, empty session; when the model is out of memory or sessions, retained ones are evicted (LRU first) until it fits. */
