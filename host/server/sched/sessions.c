@@ -119,11 +119,11 @@ static gufo_text_session *fork_at(srv_sessions *ss, gufo_text_session *source, s
 
 /*
  * A new session restored from the checkpoint `entry` (taken out of the cache,
- * so no eviction while the session is made can free it). The checkpoint goes
- * back to the cache, as the most recently used; one that does not restore
- * (its session rewrote the positions it needs, or memory ran out keeping its
- * rows when that session went) is discarded, and NULL is returned, as when no
- * session could be made: the caller then starts from an empty one.
+ * so no eviction while the session is made can free it or the session it was
+ * taken from). The checkpoint goes back to the cache, as the most recently
+ * used; one the provider will not restore (qwen35-cpu: its session has since
+ * rewritten the positions it needs) is discarded, and NULL is returned, as
+ * when no session could be made: the caller then starts from an empty one.
  */
 static gufo_text_session *restore_checkpoint(srv_sessions *ss, srv_cache_entry *entry)
 {
