@@ -1,6 +1,7 @@
 /* host/server/routes/generation.c — see server/routes/generation.h. */
 #include "server/routes/generation.h"
 #include "run/tokenize.h"
+#include "server/routes/checkpoint_hints.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,9 +117,12 @@ bool srv_generation_start(srv_app *app, const srv_gen_params *p, const gufo_outp
         }
     }
     if (ok) {
+        size_t hints[SRV_CHECKPOINT_HINTS];
+        size_t n_hints = srv_checkpoint_hints(app, p->chat, tokens, n_tokens, hints);
         srv_job_params jp = {.prompt = tokens, .n_prompt = n_tokens, .sampling = p->sampling,
                              .max_tokens = p->max_tokens, .stop = p->stop, .n_stop = p->n_stop,
-                             .timeout_ms = app->request_timeout_ms};
+                             .timeout_ms = app->request_timeout_ms, .checkpoint_hints = hints,
+                             .n_checkpoint_hints = n_hints};
         g->job = srv_job_create(&jp);
         if (!g->job)
             ok = srv_fail(e, 503, NULL, "out of memory");

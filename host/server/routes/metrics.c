@@ -138,11 +138,12 @@ static void render(const srv_app *app, out_text *o)
     scalar(o, "gufo_cache_bytes", "gauge",
            "Estimated bytes the retained sessions hold (tokens x the model's per-token session size).",
            (double)st.cache.bytes);
-    scalar(o, "gufo_cache_hits_total", "counter", "Requests that reused a retained session.", (double)st.cache.hits);
+    scalar(o, "gufo_cache_hits_total", "counter", "Requests that reused a retained session or a checkpoint.",
+           (double)st.cache.hits);
     scalar(o, "gufo_cache_misses_total", "counter", "Requests that started from an empty session.",
            (double)st.cache.misses);
     scalar(o, "gufo_cache_reused_tokens_total", "counter",
-           "Prompt tokens taken from retained sessions instead of prefilled (usage cached_tokens).",
+           "Prompt tokens taken from retained sessions or checkpoints instead of prefilled (usage cached_tokens).",
            (double)st.cache.reused_tokens);
     scalar(o, "gufo_cache_forks_total", "counter",
            "Hits served from a copy of a retained session that holds a longer history, which stays retained.",
@@ -150,6 +151,21 @@ static void render(const srv_app *app, out_text *o)
     scalar(o, "gufo_cache_evictions_total", "counter",
            "Retained sessions destroyed to make room (cache full, memory budget, session limit, shutdown).",
            (double)st.cache.evictions);
+    scalar(o, "gufo_cache_checkpoints", "gauge",
+           "Checkpoints cached: snapshots taken while prefilling, for a model that cannot rewind.",
+           st.cache.checkpoints);
+    scalar(o, "gufo_cache_checkpoint_bytes", "gauge",
+           "Estimated bytes the checkpoints hold (checkpoints x the model's snapshot size).",
+           (double)st.cache.checkpoint_bytes);
+    scalar(o, "gufo_cache_checkpoint_hits_total", "counter",
+           "Hits served by restoring a checkpoint into a new session (also in gufo_cache_hits_total).",
+           (double)st.cache.checkpoint_hits);
+    scalar(o, "gufo_cache_checkpoints_created_total", "counter", "Checkpoints taken and cached.",
+           (double)st.cache.checkpoint_creations);
+    scalar(o, "gufo_cache_checkpoint_evictions_total", "counter",
+           "Checkpoints destroyed: to make room (checkpoints full, memory budget, session limit, shutdown) or "
+           "found unrestorable.",
+           (double)st.cache.checkpoint_evictions);
 
     scalar(o, "gufo_prefill_chunks_total", "counter", "Prefill calls to the model.",
            (double)c.prefill_chunks);

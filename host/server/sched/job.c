@@ -21,6 +21,8 @@ srv_job *srv_job_create(const srv_job_params *params)
     job->sampling = params->sampling;
     job->max_tokens = params->max_tokens;
     job->timeout_ms = params->timeout_ms;
+    for (size_t i = 0; i < params->n_checkpoint_hints && i < SRV_CHECKPOINTS_MAX; i++)
+        job->checkpoint_hints[job->n_checkpoint_hints++] = params->checkpoint_hints[i];
     bool ok = pthread_mutex_init(&job->mu, NULL) == 0;
     if (ok && srv_monotonic_cond_init(&job->cv) != 0) {
         pthread_mutex_destroy(&job->mu);

@@ -20,6 +20,7 @@
 #include <gufo/ext/text_generation.h>
 
 #include "server/counters.h"
+#include "server/sched/checkpoints.h"
 
 typedef struct srv_job srv_job;
 
@@ -43,6 +44,10 @@ typedef struct srv_job_params {
     const char *const *stop;        /* stop strings (may be NULL) */
     size_t n_stop;
     uint64_t timeout_ms;            /* 0 = no deadline; else the job ends SRV_FINISH_DEADLINE this long after submit */
+    /* Prompt positions worth a checkpoint for a model that cannot rewind (server/sched/checkpoints.h);
+     * at most SRV_CHECKPOINTS_MAX are kept. None: the scheduler's own choice. */
+    const size_t *checkpoint_hints;
+    size_t n_checkpoint_hints;
 } srv_job_params;
 
 /** Creates a job holding one reference for the caller. Returns NULL when memory ran out. */

@@ -37,6 +37,8 @@ struct srv_job {
     uint64_t timeout_ms;       /* 0 = no deadline */
     uint64_t deadline_ns;      /* CLOCK_MONOTONIC; set by srv_sched_submit() under the scheduler lock */
     uint64_t submitted_ns;     /* likewise: for the time to first token */
+    size_t checkpoint_hints[SRV_CHECKPOINTS_MAX]; /* from srv_job_params */
+    size_t n_checkpoint_hints;
 
     /* Shared with the submitter; under `mu`. */
     pthread_mutex_t mu;
@@ -57,6 +59,9 @@ struct srv_job {
     gufo_text_session *session;
     gufo_sampler *sampler;
     size_t prefilled;          /* prompt tokens appended so far */
+    size_t checkpoints[SRV_CHECKPOINTS_MAX]; /* where the prefill stops for a snapshot, ascending */
+    size_t n_checkpoints;
+    size_t next_checkpoint;    /* checkpoints[next_checkpoint] is the next one to take */
     size_t n_taken;            /* tokens generated: the scheduler's own count, published as n_generated */
     size_t n_known;            /* tokens[0..n_known) are known: the prompt plus generated tokens the session appended */
     bool history_lost;         /* out of memory recording the history: the session is not retained */

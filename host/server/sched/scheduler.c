@@ -8,6 +8,7 @@
 
 #include "run/report.h"
 #include "server/sched/cache.h"
+#include "server/sched/checkpoints.h"
 #include "server/sched/clock.h"
 #include "server/sched/job_state.h"
 #include "server/sched/sessions.h"
@@ -73,6 +74,11 @@ const gufo_text_model_info *srv_sched_info(const srv_sched *sched)
 uint32_t srv_sched_context(const srv_sched *sched)
 {
     return sched->context_length;
+}
+
+bool srv_sched_takes_checkpoints(const srv_sched *sched)
+{
+    return sched->sessions.can_checkpoint;
 }
 
 static void active_remove(srv_sched *s, srv_job *job);
@@ -233,6 +239,12 @@ static void job_start(srv_sched *s, srv_job *job)
     job->prefilled = reused;
     if (reused)
         srv_job_set_cached(job, reused);
+    /* Where this prompt's prefill stops for checkpoints (none for a model that can rewind). */
+    job->next_checkpoint = 0;
+    job->n_checkpoints = s->sessions.can_checkpoint
+                             ? srv_checkpoints_plan(job->checkpoint_hints, job->n_checkpoint_hints, job->n_prompt,
+                                                    reused, s->sessions.snapshot_granularity, job->checkpoints)
+                             : 0;
     st = gufo_sampler_create(&job->sampling, s->info.n_vocab, &job->sampler, &err);
     if (st != GUFO_OK) {
         active_remove(s, job);
@@ -394,9 +406,12 @@ static void prefill_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
         srv_job *job = jobs[i];
         if (job->phase != SRV_PHASE_PREFILL)
             continue;
-        size_t left = job->n_prompt - job->prefilled;
+        /* A chunk ends at the next checkpoint, so the session holds exactly its prefix there. */
+        bool to_checkpoint = job->next_checkpoint < job->n_checkpoints;
+        size_t end = to_checkpoint ? job->checkpoints[job->next_checkpoint] : job->n_prompt;
+        size_t left = end - job->prefilled;
         size_t count = left < s->prefill_chunk ? left : s->prefill_chunk;
-        bool last = count == left;
+        bool last = job->prefilled + count == job->n_prompt;
         gufo_token first = -1;
         gufo_step_output output = {.sampler = job->sampler, .out_token = &first, .out_logits = NULL,
                                    .logits_kind = GUFO_MEMORY_HOST};
@@ -424,6 +439,12 @@ static void prefill_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
             return;
         }
         job->prefilled += count;
+        if (to_checkpoint && job->prefilled == end) {
+            job->next_checkpoint++;
+            uint64_t t1 = srv_now_ns();
+            srv_sessions_checkpoint(&s->sessions, job->session, job->tokens, job->prefilled);
+            s->iter_step_ns += srv_now_ns() - t1;
+        }
         if (last) {
             job->phase = SRV_PHASE_DECODE;
             srv_counters_first_token(s->config.counters, (double)(srv_now_ns() - job->submitted_ns) / 1e9);

@@ -26,6 +26,10 @@
  * session sharing the longest prefix with its prompt and prefills only the
  * rest (srv_job_cached_tokens() then reports the reused tokens); a job that
  * ends without a failed step leaves its session in the conversation cache.
+ * For a model that snapshots but cannot rewind, the prefill of a prompt also
+ * stops at a few positions to snapshot the session there: checkpoints, cached
+ * beside the retained sessions and restored into a new session for a later
+ * prompt they are a prefix of (server/sched/checkpoints.h says where).
  * Retained sessions are evicted least recently used when the cache is full,
  * when session_create() or a prefill chunk fails for memory or for the session
  * limit (then tried again), and from the memory pool's pressure handler.
@@ -35,6 +39,7 @@
 #ifndef GUFO_HOST_SERVER_SCHED_H
 #define GUFO_HOST_SERVER_SCHED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <gufo/ext/cancel.h>
@@ -87,6 +92,13 @@ void srv_sched_read_stats(srv_sched *sched, srv_sched_stats *out);
 
 /** The session context length in effect. */
 uint32_t srv_sched_context(const srv_sched *sched);
+
+/**
+ * True when the scheduler takes checkpoints while prefilling (a model that
+ * snapshots but cannot rewind, and a conversation cache): only then are a
+ * job's checkpoint hints read, so a route computes them only then. Any thread.
+ */
+bool srv_sched_takes_checkpoints(const srv_sched *sched);
 
 /**
  * Cancels every job (queued or active) with `reason`, destroys their sessions

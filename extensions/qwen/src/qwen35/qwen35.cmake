@@ -80,6 +80,16 @@ else()
                      "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}")
     set_tests_properties(qwen.qwen35_prompt_speculative_mtp PROPERTIES LABELS "extension;extension:qwen"
                          SKIP_RETURN_CODE 77)
+    # Issue 14, the core's conversation cache on a model that cannot rewind: greedy chats over HTTP
+    # (next turn, branch, regenerate, multi-turn, raw completion) against `gufo serve` with the cache
+    # and with --cache-sessions 0 give the same answers; the cached one reuses prompt tokens from
+    # checkpoints. Without the gufo target, skip (77).
+    add_test(NAME qwen.qwen35_serve_cache
+             COMMAND "${GUFO_PYTHON}" "${GUFO_EXTENSION_DIR}/tests/qwen35/serve_cache.py"
+                     "$<$<TARGET_EXISTS:gufo>:$<TARGET_FILE:gufo>>"
+                     "$<TARGET_FILE:qwen_qwen35_random_model>" "${qwen35_models}")
+    set_tests_properties(qwen.qwen35_serve_cache PROPERTIES LABELS "extension;extension:qwen"
+                         SKIP_RETURN_CODE 77 TIMEOUT 120)
     add_test(NAME qwen.qwen35_make_golden_selftest
              COMMAND sh -c "mkdir -p '${qwen35_models}' && '$<TARGET_FILE:qwen_qwen35_random_model>' --type bf16 --out '${qwen35_models}/selftest-bf16.gguf' && '${GUFO_PYTHON}' '${GUFO_EXTENSION_DIR}/../../tools/qwen35/make_golden.py' --selftest '${qwen35_models}/selftest-bf16.gguf'")
     set_tests_properties(qwen.qwen35_make_golden_selftest PROPERTIES LABELS "extension;extension:qwen")
