@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "run/report.h"
+
 bool srv_batch_request_parse(const srv_app *app, const char *body, size_t len, const char *const *fields,
                              size_t max_inputs, srv_batch_request *r, srv_api_error *e)
 {
@@ -30,7 +32,7 @@ bool srv_batch_run(const srv_app *app, pthread_mutex_t *lock, size_t n, size_t m
     if (st == GUFO_E_NO_MEMORY || st == GUFO_E_OVER_BUDGET)
         return srv_fail(e, 503, NULL, "out of memory %s", doing);
     if (st != GUFO_OK)
-        return srv_fail(e, 500, NULL, "%s: %s", app->provider->id, err.message[0] ? err.message : gufo_status_str(st));
+        return srv_fail(e, 500, NULL, "%s: %s", app->provider->id, host_why(st, &err));
     return true;
 }
 

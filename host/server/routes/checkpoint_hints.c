@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/tokenize.h"
 #include <gufo/host/text_buffer.h>
+
+#include "run/tokenize.h"
 
 /* The common token prefix of the prompt and `part` rendered and tokenized like it; 0 on any failure. */
 static size_t common_prefix(const srv_app *app, const gufo_chat *part, const gufo_token *prompt, size_t n_prompt)

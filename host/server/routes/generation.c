@@ -1,12 +1,15 @@
 /* host/server/routes/generation.c — see server/routes/generation.h. */
 #include "server/routes/generation.h"
-#include "run/tokenize.h"
-#include "server/routes/checkpoint_hints.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include <gufo/host/text_buffer.h>
+
+#include "run/report.h"
+#include "run/tokenize.h"
+#include "server/routes/checkpoint_hints.h"
 
 
 /* How long one wait for the scheduler lasts before the socket is checked for a hang-up. */
@@ -76,7 +79,7 @@ static bool prompt_tokens(srv_app *app, const srv_gen_params *p, gufo_token **to
             gufo_text_buffer_destroy(rendered);
             return srv_fail(e, st == GUFO_E_NO_MEMORY ? 503 : 400, p->prompt_param,
                             "the model's chat template cannot render these messages: %s",
-                            err.message[0] ? err.message : gufo_status_str(st));
+                            host_why(st, &err));
         }
         text = gufo_text_buffer_data(rendered, &text_len);
     }

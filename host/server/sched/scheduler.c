@@ -125,7 +125,7 @@ static void job_fail(srv_sched *s, srv_job *job, const char *what, gufo_status s
     }
     char message[SRV_ERROR_LEN];
     snprintf(message, sizeof message, "%.64s: %.64s failed: %s", s->config.provider->id, what,
-             err && err->message[0] ? err->message : gufo_status_str(st));
+             host_why(st, err));
     job_finish(s, job, SRV_FINISH_ERROR, message, srv_sessions_short_of_memory(st));
 }
 
