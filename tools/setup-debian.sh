@@ -25,6 +25,7 @@ packages=(
     clang libclang-rt-14-dev   # libFuzzer and the sanitizer runtimes
     binutils                   # nm, for the extension symbol audit
     curl                       # the README's request to `gufo serve`
+    chromium                   # the catalogue page's browser test (catalogue.site_browser, puppeteer-core)
     hipcc libamdhip64-dev rocm-device-libs   # compiles the HIP side of GPU kernels (not run)
 )
 # Node.js runs the reference implementations some tests compare against (e.g.

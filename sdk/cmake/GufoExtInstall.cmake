@@ -6,7 +6,7 @@
 #   lib/libgufo_ext_runtime.so                         the runtime
 #   lib/cmake/GufoExt/                                 the package: GufoExt::runtime, GufoExtConfig.cmake
 #   lib/pkgconfig/gufo-ext.pc                          Cflags/Libs for the runtime
-#   share/gufo-ext/sdk/{cmake,tools,allowlist.json}    helpers, gufo_sdk.py, the allowlist
+#   share/gufo-ext/sdk/{cmake,tools,allowlist.json}    helpers, gufo_sdk.py (+ its catalogue modules), the allowlist
 #   share/gufo-ext/{schema,changes,template}           manifest schemas, change records, the template
 #   share/gufo-ext/extensions.lock, official/<name>/extension.json
 #                                                      the release lock and the official manifests, so
@@ -53,6 +53,10 @@ install(FILES ${CMAKE_BINARY_DIR}/gufo_generated/gufo-ext.pc DESTINATION ${CMAKE
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/GufoExt.cmake ${CMAKE_CURRENT_LIST_DIR}/GufoExtPython.cmake
         DESTINATION ${GUFO_INSTALL_SDK_DIR}/cmake)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/sdk/tools/gufo_sdk.py DESTINATION ${GUFO_INSTALL_SDK_DIR}/tools)
+# The catalogue's commands (publish, catalogue-*), which gufo_sdk.py imports from beside itself.
+install(FILES ${PROJECT_SOURCE_DIR}/sdk/tools/gufo_catalogue.py ${PROJECT_SOURCE_DIR}/sdk/tools/gufo_publish.py
+              ${PROJECT_SOURCE_DIR}/sdk/tools/gufo_catalogue_site.py
+        DESTINATION ${GUFO_INSTALL_SDK_DIR}/tools)
 install(FILES ${PROJECT_SOURCE_DIR}/sdk/allowlist.json DESTINATION ${GUFO_INSTALL_SDK_DIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/schema/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/schema)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/changes/ DESTINATION ${GUFO_INSTALL_DATA_DIR}/changes)

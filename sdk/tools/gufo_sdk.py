@@ -20,6 +20,14 @@ Subcommands:
   check-boundaries   host code never includes extension code and back
   check-api-records  API-surface changes come with a change record; records
                      are never edited
+  publish            validate an extension directory, build it against a
+                     Gufo, run its conformance suite, write its catalogue
+                     entry (gufo_publish.py)
+  catalogue-index    check a catalogue's entries and build its index.json
+                     (gufo_catalogue.py)
+  catalogue-compat   build and qualify every catalogue entry against this
+                     Gufo: one compatibility row each (gufo_publish.py)
+  catalogue-site     the catalogue's static page (gufo_catalogue_site.py)
 
 Every failure is reported as one or more sentences that name the file (and the
 JSON path, line or commit) a user has to look at, printed to stderr; the exit
@@ -1776,6 +1784,92 @@ def cmd_check_api_records(args):
           "every API change has a record and no record was edited")
 
 
+# ---------------------------------------------------------------- catalogue
+# The catalogue's commands live in modules beside this file (one concept
+# each); they are imported only when one of these commands runs.
+
+
+def _catalogue_modules():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import gufo_catalogue
+    import gufo_catalogue_site
+    import gufo_publish
+
+    return gufo_catalogue, gufo_publish, gufo_catalogue_site
+
+
+def _gufo_default(args, sdk_dir):
+    """Without --gufo or --sdk: the Gufo tree this tool is in, or the installed SDK it belongs to."""
+    if args.gufo or args.sdk:
+        return
+    parent = sdk_dir.parent
+    if (parent / "CMakeLists.txt").is_file() and (parent / "runtime").is_dir():
+        args.gufo = str(parent)
+    elif parent.name == "gufo-ext" and (parent / "changes").is_dir():
+        args.sdk = str(parent.parent.parent)
+    else:
+        raise SdkError(f"{sdk_dir}: this tool is neither in a Gufo tree nor in an installed SDK: pass --gufo or --sdk")
+
+
+def _catalogue_call(fn, *argv):
+    cat, _, _ = _catalogue_modules()
+    try:
+        return fn(*argv)
+    except cat.CatalogueError as e:
+        raise SdkError(e.problems) from e
+
+
+def cmd_publish(args):
+    cat, publish, _ = _catalogue_modules()
+    _gufo_default(args, Path(__file__).resolve().parent.parent)
+    ctx = Context(os.getcwd(), args.schema_dir)
+
+    def validate(directory):
+        ext, problems = load_extension(ctx, directory)
+        return ext.manifest, problems
+
+    _catalogue_call(publish.publish, args, validate)
+
+
+def cmd_catalogue_compat(args):
+    _, publish, _ = _catalogue_modules()
+    _gufo_default(args, Path(__file__).resolve().parent.parent)
+
+    def version(changes):
+        minor, revision = api_version(changes)
+        return f"0.{minor}.{revision}"
+
+    _catalogue_call(publish.compat, args, version)
+
+
+def cmd_catalogue_index(args):
+    cat, _, _ = _catalogue_modules()
+    minor, revision = api_version(args.changes)
+    index = _catalogue_call(cat.build_index, args.catalogue, args.schema_dir, f"0.{minor}.{revision}", args.compat)
+    out = Path(args.out) if args.out else Path(args.catalogue) / "index.json"
+    text = cat.dumps(index)
+    if args.check:
+        try:
+            current = out.read_text(encoding="utf-8")
+        except OSError:
+            current = None
+        if current != text:
+            raise SdkError(f"{out} is {'missing' if current is None else 'stale'}: it is not what the entries give; "
+                           f"regenerate it with: python3 sdk/tools/gufo_sdk.py catalogue-index --catalogue "
+                           f"{args.catalogue}")
+        print(f"catalogue-index: {out} is current ({len(index['entries'])} entries)")
+        return
+    cat.write_text(out, text)
+    print(f"catalogue-index: wrote {out}: {len(index['entries'])} entries, API {index['api_version']}")
+
+
+def cmd_catalogue_site(args):
+    cat, _, site = _catalogue_modules()
+    index, _ = _catalogue_call(cat.load, args.index)
+    out = site.write_site(index, args.out)
+    print(f"catalogue-site: wrote {out} ({len(index['entries'])} entries)")
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -1872,6 +1966,50 @@ def main(argv=None):
     p.add_argument("--rev-range", help="e.g. origin/main..HEAD (default: the whole history of HEAD)")
     p.add_argument("--worktree", action="store_true", help="also check uncommitted changes against HEAD")
     p.set_defaults(func=cmd_check_api_records)
+
+    def build_against(p):
+        p.add_argument("--gufo", help="build against this Gufo source tree (default: the tree this tool is in)")
+        p.add_argument("--sdk", help="build against the installed SDK under this prefix, with the extension's own "
+                                     "CMakeLists.txt")
+        p.add_argument("--build-dir", required=True,
+                       help="the build directory: an existing one is reused (an incremental build)")
+        p.add_argument("--cmake-arg", action="append", default=[], help="an extra configure argument (repeat)")
+        p.add_argument("--jobs", type=int, help="parallel build jobs (cmake --build -j)")
+        p.add_argument("--threads", type=int, help="threads the conformance driver gives models")
+
+    p = sub.add_parser("publish", help="validate, build and qualify an extension; write its catalogue entry")
+    p.add_argument("dir", help="the extension directory (holds extension.json)")
+    p.add_argument("--catalogue", required=True, help="the catalogue directory: entries/ and reports/ are written")
+    p.add_argument("--repository", help="where the source is published (default: gufo:<path> for an extension in "
+                                        "the Gufo tree, else the git remote 'origin')")
+    p.add_argument("--schema-dir", default=str(sdk_dir.parent / "schema"))
+    build_against(p)
+    p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("catalogue-compat", help="build and qualify every catalogue entry against this Gufo")
+    p.add_argument("--catalogue", required=True)
+    p.add_argument("--out", required=True, help="the compatibility file to write (rows for this API version)")
+    p.add_argument("--source", action="append", default=[],
+                   help="NAME=DIR: where an entry's source is, for one not in the Gufo tree (repeat)")
+    p.add_argument("--no-build", action="store_true",
+                   help="the build directory is already built with the extensions: only run the conformance kit")
+    build_against(p)
+    p.set_defaults(func=cmd_catalogue_compat)
+
+    p = sub.add_parser("catalogue-index", help="check a catalogue's entries and write its index.json")
+    p.add_argument("--catalogue", required=True)
+    p.add_argument("--compat", action="append", default=[],
+                   help="a compatibility file from catalogue-compat to merge, besides <catalogue>/compat/ (repeat)")
+    p.add_argument("--out", help="default: <catalogue>/index.json")
+    p.add_argument("--check", action="store_true", help="write nothing; fail when the index is not current")
+    p.add_argument("--changes", default=str(sdk_dir.parent / "changes"), help="gives the current API version")
+    p.add_argument("--schema-dir", default=str(sdk_dir.parent / "schema"))
+    p.set_defaults(func=cmd_catalogue_index)
+
+    p = sub.add_parser("catalogue-site", help="write the catalogue's static page from an index")
+    p.add_argument("--index", required=True)
+    p.add_argument("--out", required=True, help="directory to write index.html into")
+    p.set_defaults(func=cmd_catalogue_site)
 
     args = parser.parse_args(argv)
     try:

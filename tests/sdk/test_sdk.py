@@ -467,7 +467,7 @@ class ManifestTests(SdkTestCase):
         import jsonschema
 
         for name in ("extension.schema.json", "extensions.lock.schema.json", "conformance-report.schema.json",
-                     "conformance-reference.schema.json"):
+                     "conformance-reference.schema.json", "catalogue-entry.schema.json"):
             schema = json.loads((SRC / "schema" / name).read_text())
             jsonschema.Draft202012Validator.check_schema(schema)
         lock_schema = json.loads((SRC / "schema" / "extensions.lock.schema.json").read_text())
