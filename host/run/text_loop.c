@@ -321,6 +321,16 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
                    req->speculative);
         return HOST_EXIT_FAILURE;
     }
+    /* The provider offers the method; this file may still lack what it needs. */
+    if (spec && GUFO_EXT_HAS_SLOT(gufo_speculative_iface, spec, available)) {
+        gufo_error err = {0};
+        gufo_status st = spec->available(model, req->speculative, &err);
+        if (st != GUFO_OK) {
+            host_error("--speculative %s is not available for this model: %s", req->speculative,
+                       host_why(st, &err));
+            return HOST_EXIT_FAILURE;
+        }
+    }
 
     generation g;
     memset(&g, 0, sizeof g);

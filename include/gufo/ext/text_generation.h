@@ -275,6 +275,17 @@ typedef struct gufo_speculative_iface {
     gufo_status (*verify)(gufo_model *model, gufo_text_session *session, gufo_token last_token,
                           const gufo_token *draft, size_t n_draft, const gufo_step_output *output,
                           size_t *n_accepted, const gufo_cancel *cancel, gufo_error *err);
+    /**
+     * (optional) Whether the loaded model can use `method`, one of `methods`:
+     * a provider offers a method for every file it serves, but a file may lack
+     * what the method needs (a checkpoint converted without its MTP block).
+     * GUFO_OK, or GUFO_E_UNSUPPORTED with the reason in `err`. The core asks
+     * once, after loading and before the first step, so the user learns it at
+     * start-up rather than at the first draft; without the slot every listed
+     * method counts as available. Reads only what create() loaded; thread-safe.
+     * @since 0.2.11
+     */
+    gufo_status (*available)(gufo_model *model, const char *method, gufo_error *err);
 } gufo_speculative_iface;
 
 /**

@@ -207,10 +207,22 @@ static gufo_status mtp_verify(gufo_model *handle, gufo_text_session *session_han
     return GUFO_OK;
 }
 
+static gufo_status mtp_available(gufo_model *handle, const char *method, gufo_error *err)
+{
+    const qwen35_model *model = qwen35_from_handle(handle);
+    if (!model || !method)
+        return gufo_error_set(err, GUFO_E_INVALID_ARGUMENT, "qwen35 available: NULL model or method");
+    if (strcmp(method, MTP_METHOD) != 0)
+        return gufo_error_set(err, GUFO_E_UNSUPPORTED, "%s: no speculative method '%s' (it offers " MTP_METHOD ")",
+                              who(model), method);
+    return model->weights.has_mtp ? GUFO_OK : refuse_without_mtp(model, err);
+}
+
 const gufo_speculative_iface qwen35_speculative = {
     .struct_size = sizeof(gufo_speculative_iface),
     .methods = methods,
     .n_methods = sizeof methods / sizeof methods[0],
     .draft = mtp_draft,
     .verify = mtp_verify,
+    .available = mtp_available,
 };

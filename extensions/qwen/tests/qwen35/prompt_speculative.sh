@@ -1,7 +1,8 @@
 #!/bin/sh
 # `gufo prompt --speculative mtp` on the tiny random qwen35 model prints exactly what plain
 # greedy decoding prints, for a few draft-friendly and draft-hostile prompts; on a file
-# without the MTP block it fails and says why.
+# without the MTP block it is refused before anything is generated, saying why (the
+# speculative interface's `available` slot, API 0.2.11).
 # Usage: prompt_speculative.sh GUFO RANDOM_MODEL_TOOL SCRATCH_DIR
 set -eu
 gufo=$1 tool=$2 dir=$3
@@ -30,11 +31,16 @@ for prompt in "hello" "the cat sat on the mat" "a"; do
     echo "prompt '$prompt': $(wc -c <"$dir/mtp.txt") bytes, equal"
 done
 if "$gufo" prompt --model "$plain_model" --threads 2 -n 8 --temperature 0 --speculative mtp "hello" \
-    >/dev/null 2>"$dir/no-mtp.err"; then
+    >"$dir/no-mtp.out" 2>"$dir/no-mtp.err"; then
     echo "a file without the MTP block ran --speculative mtp" >&2
     exit 1
 fi
-if ! grep -q "MTP block" "$dir/no-mtp.err"; then
+if [ -s "$dir/no-mtp.out" ] || grep -q "drafting failed" "$dir/no-mtp.err"; then
+    echo "a file without the MTP block was refused only after generating:" >&2
+    cat "$dir/no-mtp.out" "$dir/no-mtp.err" >&2
+    exit 1
+fi
+if ! grep -q "not available for this model.*MTP block" "$dir/no-mtp.err"; then
     echo "a file without the MTP block failed without saying why:" >&2
     cat "$dir/no-mtp.err" >&2
     exit 1
