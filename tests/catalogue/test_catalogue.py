@@ -219,8 +219,11 @@ def test_publish_installed_sdk():
     previous["compatibility"] = [old_row]
     (catalogue / "entries").mkdir(parents=True)
     (catalogue / "entries" / "langid.json").write_text(cat.dumps(previous))
+    # This build's compiler, type and sanitizers (tests/catalogue/CMakeLists.txt).
+    config = [a for a in os.environ.get("GUFO_CATALOGUE_CMAKE_ARGS", "").split("|") if a]
     rc, out = tool("publish", ext, "--catalogue", catalogue, "--build-dir", d / "build", "--sdk", INSTALLED,
-                   "--repository", "https://example.org/langid.git", "--jobs", "2")
+                   "--repository", "https://example.org/langid.git", "--jobs", "2",
+                   *[f"--cmake-arg={a}" for a in config])
     print(out[-3000:])
     if not check(rc == 0, "publish builds langid against the installed SDK and qualifies it"):
         return
