@@ -31,6 +31,7 @@
 #include <gufo/host/memory.h>
 
 #include "src/eg2_model.h"
+#include "slurp.h"
 
 gufo_status gufo_ext_embedding_gemma2_cpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err);
 
@@ -38,25 +39,6 @@ static gufo_provider provider;
 static gufo_error err;
 #define MAX_ITEMS 16
 #define DIM 768
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *data = malloc((size_t)n + 1);
-    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    if (data)
-        data[n] = 0;
-    return data;
-}
 
 static gufo_model *load(const char *path, gufo_memory *memory, uint32_t threads)
 {
@@ -242,7 +224,7 @@ int main(int argc, char **argv)
     provider.struct_size = sizeof provider;
     GUFO_CHECK_STATUS(gufo_ext_embedding_gemma2_cpu_provider(NULL, &provider, &err), GUFO_OK, &err);
 
-    char *text = slurp(argv[2]);
+    char *text = slurp(argv[2], NULL);
     cJSON *json = text ? cJSON_Parse(text) : NULL;
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(json, "items"), *it;
     GUFO_CHECK(cJSON_IsArray(items));

@@ -21,27 +21,7 @@
 #include <gufo/ext/testing.h>
 
 #include "src/eg2_tokenizer.h"
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *data = malloc((size_t)n + 1);
-    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    if (data) {
-        data[n] = 0;
-        *len = (size_t)n;
-    }
-    return data;
-}
+#include "slurp.h"
 
 static size_t agree = 0, disagree = 0, tokens_checked = 0;
 

@@ -677,25 +677,32 @@ static void compare_rows(const char *what, const cJSON *entry, const char *key, 
     *worst_rel = fmax(*worst_rel, worst / scale);
 }
 
-static void test_reference(const char *json_path, const char *dir)
+/* The reference record at `json_path` parsed, or NULL (a failed check) when it cannot be read. */
+static cJSON *read_reference(const char *json_path)
 {
     FILE *f = fopen(json_path, "rb");
-    if (!f)
-        return;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)size + 1);
+    char *text = NULL;
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
+        text = malloc((size_t)size + 1);
     const bool read_ok = text && fread(text, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
-    if (!read_ok) {
-        CHECK(false, "%s: cannot read", json_path);
-        free(text);
-        return;
+    if (f)
+        fclose(f);
+    cJSON *root = NULL;
+    if (read_ok) {
+        text[size] = '\0';
+        root = cJSON_Parse(text);
     }
-    text[size] = '\0';
-    cJSON *root = cJSON_Parse(text);
     free(text);
+    CHECK(root != NULL, "%s: cannot read", json_path);
+    return root;
+}
+
+static void test_reference(const char *json_path, const char *dir)
+{
+    cJSON *root = read_reference(json_path);
+    if (!root)
+        return;
     const cJSON *gguf = cJSON_GetObjectItemCaseSensitive(root, "gguf");
     const cJSON *file = cJSON_GetObjectItemCaseSensitive(gguf, "file");
     CHECK(cJSON_IsString(file), "%s: no gguf.file", json_path);
@@ -851,20 +858,7 @@ static bool quality_of_sequence(model *m, const cJSON *entry, quality *q)
  */
 static void test_quality(const char *json_path, const char *dir)
 {
-    FILE *f = fopen(json_path, "rb");
-    if (!f)
-        return;
-    fseek(f, 0, SEEK_END);
-    const long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)size + 1);
-    const bool read_ok = text && fread(text, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
-    if (read_ok)
-        text[size] = '\0';
-    cJSON *root = read_ok ? cJSON_Parse(text) : NULL;
-    free(text);
-    CHECK(root != NULL, "%s: cannot read", json_path);
+    cJSON *root = read_reference(json_path);
     if (!root)
         return;
     static const struct {
