@@ -47,6 +47,7 @@
 #include "cli/line_input.h"
 #include "run/report.h"
 #include "cli/shared_options.h"
+#include "run/speculation.h"
 #include "run/text_loop.h"
 
 static const char *const reuse_choices[] = {"auto", "snapshot", "off", NULL};
@@ -62,6 +63,8 @@ static const cli_option chat_options[] = {
     CLI_OPTIONS_SAMPLING("Sampling RNG seed; equal seeds give equal conversations (default: the runtime's fixed seed)."),
     {.name = "no-thinking", .type = CLI_FLAG,
      .help = "Ask the chat template to switch reasoning off (for models that have such a switch)."},
+    {.name = "speculative", .type = CLI_SPECULATIVE, .metavar = "METHOD", .default_value = "off",
+     .help = "Speculative decoding method; the model's provider must offer it. Replies are those of plain decoding."},
     {.name = "reuse", .type = CLI_CHOICE, .metavar = "HOW", .default_value = "auto", .choices = reuse_choices,
      .help = "How the session carries over between turns: auto (truncate to the common prefix, else restore a "
              "snapshot), snapshot (snapshots only), off (a new session every turn)."},
@@ -119,6 +122,7 @@ typedef struct chat_state {
     bool can_truncate, can_snapshot, has_parser;
 
     gufo_sampler *sampler;
+    host_speculation spec;       /* --speculative; spec.iface NULL when off */
     gufo_text_buffer *piece;
     gufo_detok_state detok;
     gufo_cancel *turn_cancel;    /* the turn in progress: fired by Ctrl-C */
@@ -508,29 +512,37 @@ typedef struct turn_stats {
     gufo_token end_token; /* the token that ended the reply, when the model ended it */
 } turn_stats;
 
+/* Takes one token of the reply. False when the reply ends with it; *rc says whether that is a failure. */
+static bool take(chat_state *c, gufo_token token, gufo_tool_parser *parser, const gufo_output_sink *sink, turn_stats *ts,
+                 int *rc)
+{
+    *rc = HOST_EXIT_OK;
+    if (c->n_predict >= 0 && ts->n_generated >= (size_t)c->n_predict) {
+        ts->stop = "token limit";
+        return false;
+    }
+    gufo_sampler_accept(c->sampler, token);
+    if (is_end_of_generation(c, token)) {
+        ts->stop = "end of generation";
+        ts->end_token = token;
+        return false;
+    }
+    if ((*rc = emit(c, token, parser, sink)) != HOST_EXIT_OK)
+        return false;
+    ts->n_generated++;
+    if (c->n_predict >= 0 && ts->n_generated >= (size_t)c->n_predict) {
+        ts->stop = "token limit";
+        return false;
+    }
+    return true;
+}
+
 /* Generates the reply after `token` (produced by the prompt's last step, not yet in the session). */
 static int generate(chat_state *c, gufo_token token, gufo_tool_parser *parser, const gufo_output_sink *sink,
                     turn_stats *ts)
 {
-    for (;;) {
-        if (c->n_predict >= 0 && ts->n_generated >= (size_t)c->n_predict) {
-            ts->stop = "token limit";
-            return HOST_EXIT_OK;
-        }
-        gufo_sampler_accept(c->sampler, token);
-        if (is_end_of_generation(c, token)) {
-            ts->stop = "end of generation";
-            ts->end_token = token;
-            return HOST_EXIT_OK;
-        }
-        int rc = emit(c, token, parser, sink);
-        if (rc != HOST_EXIT_OK)
-            return rc;
-        ts->n_generated++;
-        if (c->n_predict >= 0 && ts->n_generated >= (size_t)c->n_predict) {
-            ts->stop = "token limit";
-            return HOST_EXIT_OK;
-        }
+    int rc = HOST_EXIT_OK;
+    while (take(c, token, parser, sink, ts, &rc)) {
         if (gufo_cancel_requested(c->turn_cancel))
             return HOST_EXIT_INTERRUPTED;
         if (c->n_held + 1 > c->context) {
@@ -538,12 +550,37 @@ static int generate(chat_state *c, gufo_token token, gufo_tool_parser *parser, c
             return HOST_EXIT_OK;
         }
         gufo_token next = -1;
-        gufo_decode_item item = {.session = c->session, .token = token,
-                                 .output = {.sampler = c->sampler, .out_token = &next,
-                                            .logits_kind = GUFO_MEMORY_HOST}};
+        gufo_step_output output = {.sampler = c->sampler, .out_token = &next, .logits_kind = GUFO_MEMORY_HOST};
+        gufo_error err = {0};
+        if (c->spec.iface) {
+            /* Room for the token and its drafts in the context; no more drafts than tokens still wanted
+             * (take() returned true, so at least one is). */
+            size_t max_draft = c->context - c->n_held - 1;
+            if (c->n_predict >= 0 && max_draft > (size_t)c->n_predict - ts->n_generated - 1)
+                max_draft = (size_t)c->n_predict - ts->n_generated - 1;
+            gufo_token accepted[HOST_SPECULATION_MAX_DRAFT];
+            size_t n_accepted = 0;
+            bool verified = false;
+            const char *what = NULL;
+            gufo_status st = host_speculation_step(&c->spec, c->model, c->session, token, max_draft, &output,
+                                                   c->turn_cancel, accepted, &n_accepted, &verified, &what, &err);
+            if (st != GUFO_OK)
+                return step_failed(c, what, st, &err);
+            if (verified) {
+                if (!hold(c, &token, 1) || !hold(c, accepted, n_accepted)) {
+                    host_error("out of memory");
+                    return HOST_EXIT_FAILURE;
+                }
+                for (size_t i = 0; i < n_accepted; i++)
+                    if (!take(c, accepted[i], parser, sink, ts, &rc))
+                        return rc;
+                token = next;
+                continue;
+            }
+        }
+        gufo_decode_item item = {.session = c->session, .token = token, .output = output};
         gufo_decode_batch batch = {.struct_size = sizeof batch, .items = &item, .n_items = 1,
                                    .cancel = c->turn_cancel};
-        gufo_error err = {0};
         gufo_status st = c->tg->decode(c->model, &batch, &err);
         if (st != GUFO_OK)
             return step_failed(c, "decode", st, &err);
@@ -553,6 +590,7 @@ static int generate(chat_state *c, gufo_token token, gufo_tool_parser *parser, c
         }
         token = next;
     }
+    return rc;
 }
 
 /* Takes what the reply produced into the conversation as the assistant's message. */
@@ -672,7 +710,12 @@ static int run_turn(chat_state *c, size_t turn, bool *dropped)
                 ts.n_prompt, ts.reused,
                 ts.t_prefill > 0 ? (double)(ts.n_prompt - ts.reused) / ts.t_prefill : 0.0, ts.n_generated,
                 ts.t_decode > 0 ? (double)ts.n_generated / ts.t_decode : 0.0, ts.stop);
-    else if (rc == HOST_EXIT_OK && strcmp(ts.stop, "context full") == 0)
+    if (c->verbose && rc == HOST_EXIT_OK && c->spec.iface) {
+        char line[160];
+        host_speculation_describe(&c->spec, line, sizeof line);
+        fprintf(stderr, "gufo: %s (so far)\n", line);
+    }
+    if (rc == HOST_EXIT_OK && !c->verbose && strcmp(ts.stop, "context full") == 0)
         fprintf(stderr, "gufo: stopped: the context of %u tokens is full; /reset starts over\n", c->context);
 
 done:
@@ -836,6 +879,8 @@ static int run_generic(const host_loaded *l, const cli_args *args, const gufo_sa
                    GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, tool_parser_feed) &&
                    GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, tool_parser_finish) &&
                    GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, c.tg, tool_parser_destroy);
+    if (host_speculation_open(&c.spec, l->m.provider.provider, c.model, cli_args_string(args, "speculative")) != HOST_EXIT_OK)
+        return HOST_EXIT_FAILURE;
     if (strcmp(c.reuse, "snapshot") == 0 && !c.can_snapshot) {
         host_error("%s cannot snapshot sessions; use --reuse auto or off", c.id);
         return HOST_EXIT_FAILURE;
@@ -851,9 +896,10 @@ static int run_generic(const host_loaded *l, const cli_args *args, const gufo_sa
         rc = HOST_EXIT_FAILURE;
     }
     if (verbose && rc == HOST_EXIT_OK)
-        fprintf(stderr, "gufo: chat: %s, context %u, cache reuse %s (%s%s), %s\n", c.id, c.context, c.reuse,
+        fprintf(stderr, "gufo: chat: %s, context %u, cache reuse %s (%s%s), %s%s%s\n", c.id, c.context, c.reuse,
                 c.can_truncate ? "truncate" : "no truncate", c.can_snapshot ? ", snapshot" : "",
-                c.has_parser ? "tool-call parser" : "no tool-call parser");
+                c.has_parser ? "tool-call parser" : "no tool-call parser", c.spec.iface ? ", speculative " : "",
+                c.spec.iface ? c.spec.method : "");
     if (rc == HOST_EXIT_OK)
         rc = chat_loop(&c);
 

@@ -9,12 +9,8 @@
 #include <gufo/host/text_buffer.h>
 
 #include "run/report.h"
+#include "run/speculation.h"
 #include "run/tokenize.h"
-
-/* Most draft tokens asked for per verify step. Small, because a rejected draft
- * costs a rollback; the provider may always return fewer. */
-#define SPECULATIVE_MAX_DRAFT 4
-
 
 static double now_seconds(void)
 {
@@ -42,25 +38,6 @@ typedef struct generation {
     const char *stop_reason;
     gufo_token end_token;        /* the token that ended generation, when the model ended it */
 } generation;
-
-/* The speculative interface when it offers `method`, else NULL. */
-static const gufo_speculative_iface *speculative_for(const gufo_text_generation_iface *tg, const char *method)
-{
-    if (!method || strcmp(method, "off") == 0)
-        return NULL;
-    if (!GUFO_EXT_HAS_SLOT(gufo_text_generation_iface, tg, speculative))
-        return NULL;
-    const gufo_speculative_iface *spec = tg->speculative;
-    if (!GUFO_EXT_HAS_SLOT(gufo_speculative_iface, spec, draft) ||
-        !GUFO_EXT_HAS_SLOT(gufo_speculative_iface, spec, verify))
-        return NULL;
-    if (!GUFO_EXT_HAS_FIELD(gufo_speculative_iface, spec, n_methods))
-        return NULL;
-    for (size_t i = 0; i < spec->n_methods; i++)
-        if (strcmp(spec->methods[i], method) == 0)
-            return spec;
-    return NULL;
-}
 
 /* Renders the chat (system + user) through the model's template into `out`. */
 static int render_prompt(generation *g, gufo_text_buffer *out)
@@ -192,7 +169,7 @@ static int prefill(generation *g, const gufo_token *tokens, size_t n, gufo_token
 }
 
 /* Decode loop: `token` was produced but not yet appended to the session. */
-static int generate(generation *g, gufo_token token, const gufo_speculative_iface *spec)
+static int generate(generation *g, gufo_token token, host_speculation *spec)
 {
     int rc = HOST_EXIT_OK;
     while (take(g, token, &rc)) {
@@ -210,38 +187,26 @@ static int generate(generation *g, gufo_token token, const gufo_speculative_ifac
                                    .logits_kind = GUFO_MEMORY_HOST};
         gufo_error err = {0};
 
-        if (spec) {
+        if (spec->iface) {
             /* Room for last token + drafts in the context, and no more drafts than tokens still wanted. */
-            size_t max_draft = SPECULATIVE_MAX_DRAFT;
-            size_t room = g->context_length - length - 1;
-            if (max_draft > room)
-                max_draft = room;
+            size_t max_draft = g->context_length - length - 1;
             if (g->req->n_predict >= 0) {
                 size_t left = (size_t)g->req->n_predict - g->n_generated;
                 if (left > 0 && max_draft > left - 1)
                     max_draft = left - 1;
             }
-            gufo_token draft[SPECULATIVE_MAX_DRAFT];
-            size_t n_draft = 0;
-            if (max_draft > 0) {
-                gufo_status st = spec->draft(g->model, g->session, g->req->speculative, token, draft, max_draft,
-                                             &n_draft, &err);
-                if (st != GUFO_OK)
-                    return step_failed(g, "drafting", st, &err);
-                if (n_draft > max_draft)
-                    n_draft = max_draft;
-            }
-            if (n_draft > 0) {
-                size_t n_accepted = 0;
-                gufo_status st = spec->verify(g->model, g->session, token, draft, n_draft, &output, &n_accepted,
-                                              g->req->cancel, &err);
-                if (st != GUFO_OK)
-                    return step_failed(g, "verify", st, &err);
-                if (n_accepted > n_draft)
-                    n_accepted = n_draft;
+            gufo_token accepted[HOST_SPECULATION_MAX_DRAFT];
+            size_t n_accepted = 0;
+            bool verified = false;
+            const char *what = NULL;
+            gufo_status st = host_speculation_step(spec, g->model, g->session, token, max_draft, &output,
+                                                   g->req->cancel, accepted, &n_accepted, &verified, &what, &err);
+            if (st != GUFO_OK)
+                return step_failed(g, what, st, &err);
+            if (verified) {
                 g->n_from_steps += n_accepted + 1;
                 for (size_t i = 0; i < n_accepted; i++)
-                    if (!take(g, draft[i], &rc))
+                    if (!take(g, accepted[i], &rc))
                         return rc;
                 token = next;
                 continue;
@@ -315,22 +280,9 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
         host_error("%s: the provider registered no text_generation interface", provider->id);
         return HOST_EXIT_FAILURE;
     }
-    const gufo_speculative_iface *spec = speculative_for(tg, req->speculative);
-    if (req->speculative && strcmp(req->speculative, "off") != 0 && !spec) {
-        host_error("%s does not offer speculative decoding method '%s' (use --speculative off)", provider->id,
-                   req->speculative);
+    host_speculation spec;
+    if (host_speculation_open(&spec, provider, model, req->speculative) != HOST_EXIT_OK)
         return HOST_EXIT_FAILURE;
-    }
-    /* The provider offers the method; this file may still lack what it needs. */
-    if (spec && GUFO_EXT_HAS_SLOT(gufo_speculative_iface, spec, available)) {
-        gufo_error err = {0};
-        gufo_status st = spec->available(model, req->speculative, &err);
-        if (st != GUFO_OK) {
-            host_error("--speculative %s is not available for this model: %s", req->speculative,
-                       host_why(st, &err));
-            return HOST_EXIT_FAILURE;
-        }
-    }
 
     generation g;
     memset(&g, 0, sizeof g);
@@ -393,14 +345,14 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
     if (req->verbose)
         fprintf(stderr, "gufo: %s: %zu prompt tokens, context %u, vocabulary %d, prefill chunk %u%s%s\n",
                 provider->id, g.n_prompt, g.context_length, (int)g.info.n_vocab, g.info.max_prefill_chunk,
-                spec ? ", speculative " : "", spec ? req->speculative : "");
+                spec.iface ? ", speculative " : "", spec.iface ? spec.method : "");
 
     double t0 = now_seconds();
     gufo_token first = -1;
     rc = prefill(&g, tokens, g.n_prompt, &first);
     double t1 = now_seconds();
     if (rc == HOST_EXIT_OK)
-        rc = generate(&g, first, spec);
+        rc = generate(&g, first, &spec);
     /* However generation stopped, bytes of a character still held back will
      * not be completed now: the detokenizer shows them as U+FFFD. */
     if (rc == HOST_EXIT_OK)
@@ -418,6 +370,11 @@ int host_text_generate(const gufo_provider *provider, gufo_model *model, const h
         host_error("interrupted");
     else if (rc == HOST_EXIT_OK && req->verbose)
         fprintf(stderr, "gufo: stopped: %s\n", g.stop_reason);
+    if (spec.iface && req->verbose) {
+        char line[160];
+        host_speculation_describe(&spec, line, sizeof line);
+        fprintf(stderr, "gufo: %s\n", line);
+    }
     else if (rc == HOST_EXIT_OK && !req->quiet && strcmp(g.stop_reason, "context full") == 0)
         fprintf(stderr, "gufo: stopped: the context of %u tokens is full\n", g.context_length);
 

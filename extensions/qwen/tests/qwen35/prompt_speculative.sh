@@ -1,6 +1,7 @@
 #!/bin/sh
 # `gufo prompt --speculative mtp` on the tiny random qwen35 model prints exactly what plain
-# greedy decoding prints, for a few draft-friendly and draft-hostile prompts; on a file
+# greedy decoding prints, for a few draft-friendly and draft-hostile prompts, and so does a
+# three-turn `gufo chat --speculative mtp` (replies, reasoning and stderr); on a file
 # without the MTP block it is refused before anything is generated, saying why (the
 # speculative interface's `available` slot, API 0.2.11).
 # Usage: prompt_speculative.sh GUFO RANDOM_MODEL_TOOL SCRATCH_DIR
@@ -30,6 +31,25 @@ for prompt in "hello" "the cat sat on the mat" "a"; do
     fi
     echo "prompt '$prompt': $(wc -c <"$dir/mtp.txt") bytes, equal"
 done
+printf 'hello\nthe cat sat on the mat\nand then?\n' >"$dir/chat-in.txt"
+"$gufo" chat --model "$model" --threads 2 -n 30 --temperature 0 <"$dir/chat-in.txt" >"$dir/chat-plain.txt" \
+    2>"$dir/chat-plain.err"
+"$gufo" chat --model "$model" --threads 2 -n 30 --temperature 0 --speculative mtp <"$dir/chat-in.txt" \
+    >"$dir/chat-mtp.txt" 2>"$dir/chat-mtp.err"
+if ! cmp -s "$dir/chat-plain.txt" "$dir/chat-mtp.txt" || ! cmp -s "$dir/chat-plain.err" "$dir/chat-mtp.err"; then
+    echo "gufo chat --speculative mtp replied otherwise than plain decoding:" >&2
+    diff "$dir/chat-plain.txt" "$dir/chat-mtp.txt" >&2 || true
+    diff "$dir/chat-plain.err" "$dir/chat-mtp.err" >&2 || true
+    exit 1
+fi
+"$gufo" chat --model "$model" --threads 2 -n 30 --temperature 0 --speculative mtp --verbose <"$dir/chat-in.txt" \
+    >/dev/null 2>"$dir/chat-mtp-verbose.err"
+if ! grep -q "speculative mtp: .* drafts accepted" "$dir/chat-mtp-verbose.err"; then
+    echo "gufo chat --speculative mtp --verbose does not report its drafts:" >&2
+    cat "$dir/chat-mtp-verbose.err" >&2
+    exit 1
+fi
+echo "chat: 3 turns, $(wc -c <"$dir/chat-mtp.txt") + $(wc -c <"$dir/chat-mtp.err") bytes, equal; $(grep "drafts accepted" "$dir/chat-mtp-verbose.err" | tail -1)"
 if "$gufo" prompt --model "$plain_model" --threads 2 -n 8 --temperature 0 --speculative mtp "hello" \
     >"$dir/no-mtp.out" 2>"$dir/no-mtp.err"; then
     echo "a file without the MTP block ran --speculative mtp" >&2
