@@ -5,7 +5,8 @@
  *   h = rms(x) * attn_norm; q, k, v = h W^T; q, k RMS-normed per head with
  *   their weights, v without; RoPE (NeoX halves, whole head, base per layer
  *   kind); bidirectional softmax attention with scale 1 (the q/k norms make
- *   1/sqrt(d) unnecessary), a sliding layer seeing |i - j| <= n_swa / 2;
+ *   1/sqrt(d) unnecessary), a sliding layer seeing |i - j| <= swa_radius
+ *   (transformers' window: eg2_swa_radius() says why it is not llama.cpp's);
  *   x += rms(att W_o^T) * post_attention_norm;
  *   x += rms(W_down (gelu(h W_gate^T) * h W_up^T)) * post_ffw_norm, h = rms(x) * ffn_norm;
  *   x += rms(W_proj (gelu(x W_inp_gate^T) * ple_l)) * post_norm;   (per-layer embedding)
@@ -79,7 +80,7 @@ typedef struct attn_ctx {
     eg2_model *m;
     const eg2_seq *seqs;
     const uint32_t *seq_of_row, *start_of_seq;
-    uint32_t n_head, n_kv, hd, half_window;
+    uint32_t n_head, n_kv, hd, radius;
     bool swa;
     gufo_status st;
 } attn_ctx;
@@ -93,8 +94,8 @@ static void attn_task(void *p, size_t task, uint32_t thread)
     const uint32_t pos = row - begin, group = c->n_head / c->n_kv;
     uint32_t lo = 0, hi = n - 1;
     if (c->swa) {
-        lo = pos > c->half_window ? pos - c->half_window : 0;
-        hi = pos + c->half_window < n - 1 ? pos + c->half_window : n - 1;
+        lo = pos > c->radius ? pos - c->radius : 0;
+        hi = pos + c->radius < n - 1 ? pos + c->radius : n - 1;
     }
     const size_t qs = (size_t)c->n_head * c->hd, ks = (size_t)c->n_kv * c->hd;
     uint32_t n_keys = hi - lo + 1;
@@ -144,7 +145,7 @@ static gufo_status layer(eg2_model *m, uint32_t il, const eg2_seq *seqs, const u
         }
     }
     attn_ctx ac = {.m = m, .seqs = seqs, .seq_of_row = seq_of_row, .start_of_seq = start_of_seq, .n_head = nh,
-                   .n_kv = nkv, .hd = hd, .half_window = hp->n_swa / 2, .swa = hp->is_swa[il], .st = GUFO_OK};
+                   .n_kv = nkv, .hd = hd, .radius = hp->swa_radius, .swa = hp->is_swa[il], .st = GUFO_OK};
     gufo_x_pool_run_work(m->pool, attn_task, &ac, (size_t)T * nkv, (uint64_t)T * T * nh * hd * 2);
     if (ac.st != GUFO_OK)
         return gufo_error_set(err, ac.st, "attention of layer %u failed", il);

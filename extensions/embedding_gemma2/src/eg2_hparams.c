@@ -168,6 +168,7 @@ bool eg2_hparams_read(const gufo_gguf *gguf, eg2_hparams *hp, char *why, size_t 
         !get_dim(gguf, KEY("attention.key_length"), true, 4096, &hp->head_dim_full, why, cap) ||
         !get_dim(gguf, KEY("attention.key_length_swa"), true, 4096, &hp->head_dim_swa, why, cap))
         return false;
+    hp->swa_radius = eg2_swa_radius(hp->n_swa);
     hp->n_embd_out = hp->n_embd; /* llama.cpp's n_embd_out() without the key */
     if (!get_dim(gguf, KEY("embedding_length_out"), false, EG2_MAX_DIM, &hp->n_embd_out, why, cap))
         return false;

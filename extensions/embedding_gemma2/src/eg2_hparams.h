@@ -28,7 +28,8 @@ typedef struct eg2_hparams {
     uint32_t n_ctx;            /**< context_length: longest input in tokens */
     uint32_t n_embd_per_layer; /**< embedding_length_per_layer_input */
     uint32_t n_embd_out;       /**< embedding_length_out (768 for the published model) */
-    uint32_t n_swa;            /**< attention.sliding_window: full window; a token sees |i - j| <= n_swa / 2 */
+    uint32_t n_swa;            /**< attention.sliding_window, as the converter writes it: 2 x the HF config's */
+    uint32_t swa_radius;       /**< a sliding layer's token sees |i - j| <= swa_radius (eg2_swa_radius) */
     uint32_t head_dim_full;    /**< attention.key_length (= value_length) */
     uint32_t head_dim_swa;     /**< attention.key_length_swa (= value_length_swa) */
     float eps;                 /**< attention.layer_norm_rms_epsilon */
@@ -39,6 +40,23 @@ typedef struct eg2_hparams {
     uint32_t n_ff[EG2_MAX_LAYERS];
     bool is_swa[EG2_MAX_LAYERS];
 } eg2_hparams;
+
+/**
+ * The reach of a sliding layer, as transformers computes it. llama.cpp's
+ * converter writes attention.sliding_window = 2 * S, S being the HF config's
+ * sliding_window (google/embeddinggemma-2: 1024), and llama.cpp then masks
+ * |i - j| > n_swa / 2 = S. transformers' EmbeddingGemma2TextConfig takes S as
+ * the *full* window width: it stores S // 2 + 1 and the bidirectional mask
+ * unmasks |i - j| <= S // 2 + 1 (masking_utils'
+ * sliding_window_bidirectional_overlay). The two differ by a factor of 2; this
+ * extension follows transformers, the model's reference implementation (see
+ * the README, "Sliding window"). Inputs within S // 2 + 1 tokens (514 for the
+ * published model) are unaffected.
+ */
+static inline uint32_t eg2_swa_radius(uint32_t n_swa)
+{
+    return n_swa / 4 + 1;
+}
 
 /** Head dimension of layer `il` (sliding layers and full layers differ in Gemma 4). */
 static inline uint32_t eg2_head_dim(const eg2_hparams *hp, uint32_t il)

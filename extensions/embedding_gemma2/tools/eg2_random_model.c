@@ -1,6 +1,7 @@
 /* eg2_random_model — writes a tiny EmbeddingGemma 2 GGUF with random weights.
  *
  *   eg2_random_model --tokenizer TOKENIZER_JSON --out OUT.gguf [--type f32|f16|bf16|q8_0|q4_k] [--seed N]
+ *                    [--vocab N]
  *
  * The file is laid out exactly as llama.cpp's converter writes arch
  * `gemma-embedding2` (keys under "gemma-embedding2.", tokenizer.ggml.* with
@@ -16,6 +17,15 @@
  * f32, to keep the 262k-row table small); a matrix whose rows are not whole
  * blocks of it (q4_k needs 256) falls back to q8_0, as llama.cpp's quantizer
  * falls back. Vectors and scales are always f32.
+ *
+ * --vocab N keeps the first N ids (the control tokens and the 256 byte pieces
+ * come first in Gemma's vocabulary, so every text still tokenizes, through
+ * byte fallback where a piece is gone), then every single-character piece
+ * (renumbered after them), and the merges whose two sides and result all
+ * survive. The real vocabulary is 262144 ids and ~16 MB of
+ * strings, and loading it is most of what a test that opens the file costs;
+ * the suites that do not look at tokenization (conformance, the per-type
+ * numerics) use a 16384-id file.
  */
 #include <gufo/ext/gguf_writer.h>
 
@@ -93,8 +103,48 @@ static bool is_byte_piece(const char *s)
     return strlen(s) == 6 && !strncmp(s, "<0x", 3) && s[5] == '>';
 }
 
-/* tokenizer.json -> tokens, types, scores, merges, in llama.cpp's converter's shape. */
-static int add_vocab(gufo_gguf_writer *w, const char *tokenizer_path, uint64_t *n_vocab)
+/* Bytes of the UTF-8 sequence a lead byte starts (1 for a stray continuation byte). */
+static size_t utf8_len(char lead)
+{
+    unsigned char c = (unsigned char)lead;
+    return c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+}
+
+/* A set of the kept pieces, to filter the merges: open addressing, FNV-1a. */
+typedef struct piece_set {
+    const char **slot;
+    size_t mask;
+} piece_set;
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static bool set_has(const piece_set *set, const char *s, size_t n)
+{
+    for (size_t i = fnv1a(s, n) & set->mask;; i = (i + 1) & set->mask) {
+        if (!set->slot[i])
+            return false;
+        if (strlen(set->slot[i]) == n && !memcmp(set->slot[i], s, n))
+            return true;
+    }
+}
+
+static void set_add(piece_set *set, const char *s)
+{
+    size_t n = strlen(s), i = fnv1a(s, n) & set->mask;
+    while (set->slot[i])
+        i = (i + 1) & set->mask;
+    set->slot[i] = s;
+}
+
+/* tokenizer.json -> tokens, types, scores, merges, in llama.cpp's converter's shape;
+ * only the first `limit` ids (and the merges among them) when limit > 0. */
+static int add_vocab(gufo_gguf_writer *w, const char *tokenizer_path, int limit, uint64_t *n_vocab)
 {
     size_t len = 0;
     char *text = read_file(tokenizer_path, &len);
@@ -125,6 +175,7 @@ static int add_vocab(gufo_gguf_writer *w, const char *tokenizer_path, uint64_t *
     size_t n_merges = (size_t)cJSON_GetArraySize(merges);
     char **merge_text = calloc(n_merges ? n_merges : 1, sizeof *merge_text);
     int rc = 0;
+    piece_set kept = {0}; /* set when limit cuts the vocabulary */
     if (!tokens || !types || !scores || !merge_text) {
         rc = fail("out of memory");
         goto done;
@@ -145,7 +196,30 @@ static int add_vocab(gufo_gguf_writer *w, const char *tokenizer_path, uint64_t *
             rc = fail("%s names no token with id %d", tokenizer_path, i);
             goto done;
         }
+    if (limit > 0 && limit < n) {
+        /* ids below limit keep their numbers; the single-character pieces above it (BPE's starting
+         * symbols, which Gemma numbers late) are renumbered after them, so merges can start */
+        int kept_n = limit;
+        for (int i = limit; i < n; i++)
+            if (types[i] == TYPE_NORMAL && utf8_len(tokens[i][0]) == strlen(tokens[i])) {
+                tokens[kept_n] = tokens[i];
+                types[kept_n] = types[i];
+                scores[kept_n++] = scores[i];
+            }
+        n = kept_n;
+        kept.mask = 1;
+        while (kept.mask < 4 * (size_t)n)
+            kept.mask <<= 1;
+        kept.slot = calloc(kept.mask--, sizeof *kept.slot);
+        if (!kept.slot) {
+            rc = fail("out of memory");
+            goto done;
+        }
+        for (int i = 0; i < n; i++)
+            set_add(&kept, tokens[i]);
+    }
     size_t m = 0;
+    char joined[512];
     cJSON_ArrayForEach(it, merges) {
         const char *a = NULL, *b = NULL;
         if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2) {
@@ -155,6 +229,15 @@ static int add_vocab(gufo_gguf_writer *w, const char *tokenizer_path, uint64_t *
         if (!a || !b || strchr(a, ' ') || strchr(b, ' ')) {
             rc = fail("merge %zu is not a pair of space-free pieces (the GGUF spells merges \"left right\")", m);
             goto done;
+        }
+        if (kept.slot) {
+            size_t la = strlen(a), lb = strlen(b);
+            if (la + lb >= sizeof joined)
+                continue; /* longer than any kept piece */
+            memcpy(joined, a, la);
+            memcpy(joined + la, b, lb);
+            if (!set_has(&kept, a, la) || !set_has(&kept, b, lb) || !set_has(&kept, joined, la + lb))
+                continue;
         }
         merge_text[m] = malloc(strlen(a) + strlen(b) + 2);
         if (!merge_text[m]) {
@@ -178,6 +261,7 @@ static int add_vocab(gufo_gguf_writer *w, const char *tokenizer_path, uint64_t *
         rc = fail("cannot add the tokenizer keys");
     *n_vocab = (uint64_t)n;
 done:
+    free(kept.slot);
     for (size_t i = 0; merge_text && i < n_merges; i++)
         free(merge_text[i]);
     free(merge_text);
@@ -316,6 +400,7 @@ static int add_tensors(gufo_gguf_writer *w, uint64_t n_vocab)
 int main(int argc, char **argv)
 {
     const char *tokenizer = NULL, *out = NULL, *type = "f32";
+    int vocab_limit = 0;
     rng_state = 20260701;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc)
@@ -326,9 +411,11 @@ int main(int argc, char **argv)
             type = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             rng_state = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--vocab") && i + 1 < argc && (vocab_limit = atoi(argv[++i])) >= 512)
+            continue;
         else
             return fail("usage: eg2_random_model --tokenizer TOKENIZER_JSON --out OUT.gguf "
-                        "[--type f32|f16|bf16|q8_0|q4_k] [--seed N]");
+                        "[--type f32|f16|bf16|q8_0|q4_k] [--seed N] [--vocab N >= 512]");
     }
     if (!tokenizer || !out)
         return fail("--tokenizer and --out are required");
@@ -351,7 +438,7 @@ int main(int argc, char **argv)
     gufo_error err = {0};
     int rc = add_hparams(w);
     if (!rc)
-        rc = add_vocab(w, tokenizer, &n_vocab);
+        rc = add_vocab(w, tokenizer, vocab_limit, &n_vocab);
     if (!rc)
         rc = add_tensors(w, n_vocab);
     if (!rc && gufo_gguf_writer_write(w, out, &err) != GUFO_OK)

