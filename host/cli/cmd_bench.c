@@ -15,6 +15,12 @@
  * runs the session goes back to depth d by truncate, else by restoring a
  * snapshot taken at d, else by a new session filled again.
  *
+ * With --speculative METHOD, tgN produces N tokens of the model's own greedy
+ * continuation (from one random token) by the provider's drafts and verify
+ * steps (run/speculation.h; a step it drafts nothing for is a plain decode),
+ * and the table and JSON add how many drafts were accepted. The rate then
+ * depends on the model's text, so compare it with a plain run of the same file.
+ *
  * Host overhead: every tg step does what the core's generation loop does
  * around the provider's decode (cancel check, context check, building the
  * batch, accepting the sampled token in the sampler, the end-of-generation
@@ -39,6 +45,7 @@
 #include "cli/command.h"
 #include "cli/shared_options.h"
 #include "run/report.h"
+#include "run/speculation.h"
 
 #define BENCH_MAX_DEPTHS 64
 
@@ -56,6 +63,9 @@ static const cli_option bench_options[] = {
     CLI_OPTION_MEMORY_BUDGET("Most memory the model may use (512M, 4G, or host=8G,device=20G); 0 = no limit (default)."),
     {.name = "seed", .type = CLI_INT, .metavar = "N", .min = 0, .max = INT64_MAX, .default_value = "1234",
      .help = "Seed of the random token ids."},
+    {.name = "speculative", .type = CLI_SPECULATIVE, .metavar = "METHOD", .default_value = "off",
+     .help = "Measure generation with this speculative decoding method (the model's greedy continuation); "
+             "the provider must offer it."},
     {.name = "json", .type = CLI_FLAG, .help = "Print a JSON array with one object per test instead of the table."},
     {.name = "verbose", .type = CLI_FLAG, .help = "Report selection, model facts and memory on stderr."},
 };
@@ -83,6 +93,7 @@ typedef struct bench_plan {
     uint32_t depths[BENCH_MAX_DEPTHS];
     size_t n_depths;
     uint64_t seed;
+    const char *speculative;       /* NULL when off */
     bool json, verbose;
 } bench_plan;
 
@@ -126,6 +137,7 @@ static int plan_bench(const cli_args *args, bench_plan *plan)
     plan->seed = (uint64_t)cli_args_int(args, "seed");
     plan->json = cli_args_flag(args, "json");
     plan->verbose = cli_args_flag(args, "verbose");
+    plan->speculative = cli_args_string(args, "speculative");
     if (plan->n_prompt == 0 && plan->n_gen == 0) {
         host_usage_error("bench", "-p 0 and -n 0 leave nothing to measure");
         return HOST_EXIT_USAGE;
@@ -162,6 +174,7 @@ typedef struct bench_result {
     double mean, sd;
     double core_s, provider_s; /* tg: total host time around decode and time inside decode */
     uint64_t steps;            /* tg: decode steps measured */
+    uint64_t drafted, accepted; /* tg with --speculative: draft tokens proposed / accepted */
 } bench_result;
 
 /* Square root by Newton's method, so the host needs no libm for one standard deviation. */
@@ -191,9 +204,14 @@ static void summarize(bench_result *r, uint32_t reps)
     r->sd = reps > 1 ? root(sq / (reps - 1)) : 0.0;
 }
 
+static const char *speculating; /* the --speculative method of this run, NULL when off (for test names) */
+
 static void test_name(const bench_result *r, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s%u @ d%u", r->is_gen ? "tg" : "pp", r->n_tokens, r->depth);
+    if (r->is_gen && speculating)
+        snprintf(buf, cap, "tg%u+%s @ d%u", r->n_tokens, speculating, r->depth);
+    else
+        snprintf(buf, cap, "%s%u @ d%u", r->is_gen ? "tg" : "pp", r->n_tokens, r->depth);
 }
 
 /* ---- the runner ----------------------------------------------------------- */
@@ -214,6 +232,7 @@ typedef struct bench_run {
     uint64_t rng;
     bool can_truncate, can_snapshot;
     bool progress_tty;
+    host_speculation spec;         /* --speculative; spec.iface NULL when off */
 } bench_run;
 
 static uint64_t next_random(bench_run *b)
@@ -360,9 +379,80 @@ static int run_pp(bench_run *b, bench_result *r, gufo_token *tokens, uint32_t re
     return HOST_EXIT_OK;
 }
 
+/* What every generation step checks first: Ctrl-C, and room for one more token; *length = the session's. */
+static int before_step(bench_run *b, uint32_t *length)
+{
+    if (gufo_cancel_requested(b->l->cancel))
+        return HOST_EXIT_INTERRUPTED;
+    *length = b->tg->session_length(b->model, b->session);
+    if (*length + 1 > b->session_context) {
+        host_error("%s: the session is full at %u tokens", b->id, *length);
+        return HOST_EXIT_FAILURE;
+    }
+    return HOST_EXIT_OK;
+}
+
+/* N tokens of the model's greedy continuation by draft + verify steps (plain decode where nothing was drafted). */
+static int run_tg_speculative(bench_run *b, bench_result *r, gufo_token *tokens, uint32_t rep)
+{
+    fill_random(b, tokens, 1);
+    gufo_token token = tokens[0];
+    size_t drafted0 = b->spec.n_drafted, accepted0 = b->spec.n_accepted;
+    double in_steps = 0;
+    uint64_t steps = 0;
+    double t0 = host_now();
+    for (uint32_t produced = 0; produced < r->n_tokens;) {
+        uint32_t length = 0;
+        int rc = before_step(b, &length);
+        if (rc != HOST_EXIT_OK)
+            return rc;
+        /* Each step takes 1 + accepted positions and yields as many tokens: no more drafts than tokens wanted. */
+        size_t max_draft = r->n_tokens - produced - 1;
+        if (max_draft > b->session_context - length - 1)
+            max_draft = b->session_context - length - 1;
+        gufo_token next = -1, accepted[HOST_SPECULATION_MAX_DRAFT];
+        gufo_step_output output = {.sampler = b->sampler, .out_token = &next, .logits_kind = GUFO_MEMORY_HOST};
+        size_t n_accepted = 0;
+        bool verified = false;
+        const char *what = "decode";
+        gufo_error err = {0};
+        double d0 = host_now();
+        gufo_status st = host_speculation_step(&b->spec, b->model, b->session, token, max_draft, &output,
+                                               b->l->cancel, accepted, &n_accepted, &verified, &what, &err);
+        if (st == GUFO_OK && !verified) {
+            what = "decode";
+            gufo_decode_item item = {.session = b->session, .token = token, .output = output};
+            gufo_decode_batch batch = {.struct_size = sizeof batch, .items = &item, .n_items = 1,
+                                       .cancel = b->l->cancel};
+            st = b->tg->decode(b->model, &batch, &err);
+        }
+        double d1 = host_now();
+        if (st != GUFO_OK)
+            return step_failed(b, what, st, &err);
+        in_steps += d1 - d0;
+        steps++;
+        for (size_t i = 0; i < n_accepted; i++)
+            gufo_sampler_accept(b->sampler, accepted[i]);
+        gufo_sampler_accept(b->sampler, next);
+        produced += (uint32_t)n_accepted + 1;
+        token = next;
+    }
+    double total = host_now() - t0;
+    r->samples_s[rep] = total;
+    r->samples_ts[rep] = total > 0 ? r->n_tokens / total : 0.0;
+    r->provider_s += in_steps;
+    r->core_s += total - in_steps;
+    r->steps += steps;
+    r->drafted += b->spec.n_drafted - drafted0;
+    r->accepted += b->spec.n_accepted - accepted0;
+    return HOST_EXIT_OK;
+}
+
 /* N decode steps with the core's per-step work around each; decode time measured apart. */
 static int run_tg(bench_run *b, bench_result *r, gufo_token *tokens, uint32_t rep)
 {
+    if (b->spec.iface)
+        return run_tg_speculative(b, r, tokens, rep);
     fill_random(b, tokens, r->n_tokens);
     gufo_detok_state detok;
     memset(&detok, 0, sizeof detok);
@@ -370,13 +460,10 @@ static int run_tg(bench_run *b, bench_result *r, gufo_token *tokens, uint32_t re
     gufo_token token = tokens[0];
     double t0 = host_now();
     for (uint32_t i = 0; i < r->n_tokens; i++) {
-        if (gufo_cancel_requested(b->l->cancel))
-            return HOST_EXIT_INTERRUPTED;
-        uint32_t length = b->tg->session_length(b->model, b->session);
-        if (length + 1 > b->session_context) {
-            host_error("%s: the session is full at %u tokens", b->id, length);
-            return HOST_EXIT_FAILURE;
-        }
+        uint32_t length = 0;
+        int rc = before_step(b, &length);
+        if (rc != HOST_EXIT_OK)
+            return rc;
         gufo_token next = -1;
         gufo_decode_item item = {.session = b->session, .token = token,
                                  .output = {.sampler = b->sampler, .out_token = &next,
@@ -552,6 +639,16 @@ static void print_table(const bench_facts *f, const bench_result *results, size_
     if (overall_overhead(results, n, &core_us, &provider_us, &percent))
         fprintf(out, "\nhost overhead per decode step: %.2f us in the core, %.2f us in the provider's decode (%.2f%%)\n",
                 core_us, provider_us, percent);
+    for (size_t i = 0; i < n && speculating; i++) {
+        if (!results[i].is_gen)
+            continue;
+        char name[64];
+        test_name(&results[i], name, sizeof name);
+        fprintf(out, "%s: %llu of %llu drafts accepted (%.1f%%), %.2f tokens per step\n", name,
+                (unsigned long long)results[i].accepted, (unsigned long long)results[i].drafted,
+                results[i].drafted ? 100.0 * (double)results[i].accepted / (double)results[i].drafted : 0.0,
+                results[i].steps ? (double)(results[i].steps + results[i].accepted) / (double)results[i].steps : 0.0);
+    }
 }
 
 static int print_json(const bench_facts *f, const bench_run *b, const bench_result *results, size_t n, FILE *out)
@@ -584,6 +681,13 @@ static int print_json(const bench_facts *f, const bench_run *b, const bench_resu
         ok = ok && ts && cJSON_AddItemToObject(o, "samples_ts", ts);
         cJSON *s = ok ? cJSON_CreateDoubleArray(r->samples_s, (int)b->plan->reps) : NULL;
         ok = ok && s && cJSON_AddItemToObject(o, "samples_s", s);
+        if (ok && r->is_gen && speculating) {
+            cJSON *sp = cJSON_AddObjectToObject(o, "speculative");
+            ok = sp && cJSON_AddStringToObject(sp, "method", speculating) &&
+                 cJSON_AddNumberToObject(sp, "drafted", (double)r->drafted) &&
+                 cJSON_AddNumberToObject(sp, "accepted", (double)r->accepted) &&
+                 cJSON_AddNumberToObject(sp, "steps", (double)r->steps);
+        }
         if (ok && r->is_gen && r->steps) {
             cJSON *h = cJSON_AddObjectToObject(o, "host_overhead");
             double core_us = r->core_s / (double)r->steps * 1e6, provider_us = r->provider_s / (double)r->steps * 1e6;
@@ -647,6 +751,9 @@ static int setup_run(bench_run *b, const host_loaded *l, const bench_plan *plan)
     gufo_sampling_params_default(&sp);
     sp.temperature = 0.0f;
     gufo_error err = {0};
+    if (host_speculation_open(&b->spec, l->m.provider.provider, b->model, plan->speculative) != HOST_EXIT_OK)
+        return HOST_EXIT_FAILURE;
+    speculating = b->spec.iface ? b->spec.method : NULL;
     if (gufo_sampler_create(&sp, l->info.n_vocab, &b->sampler, &err) != GUFO_OK ||
         gufo_text_buffer_create(0, &b->piece) != GUFO_OK) {
         host_error("cannot create the sampler: %s", err.message[0] ? err.message : "out of memory");

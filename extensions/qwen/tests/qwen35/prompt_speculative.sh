@@ -1,7 +1,8 @@
 #!/bin/sh
 # `gufo prompt --speculative mtp` on the tiny random qwen35 model prints exactly what plain
 # greedy decoding prints, for a few draft-friendly and draft-hostile prompts, and so does a
-# three-turn `gufo chat --speculative mtp` (replies, reasoning and stderr); on a file
+# three-turn `gufo chat --speculative mtp` (replies, reasoning and stderr); `gufo bench
+# --speculative mtp` measures generation by drafts and verify steps and reports them; on a file
 # without the MTP block it is refused before anything is generated, saying why (the
 # speculative interface's `available` slot, API 0.2.11).
 # Usage: prompt_speculative.sh GUFO RANDOM_MODEL_TOOL SCRATCH_DIR
@@ -50,6 +51,17 @@ if ! grep -q "speculative mtp: .* drafts accepted" "$dir/chat-mtp-verbose.err"; 
     exit 1
 fi
 echo "chat: 3 turns, $(wc -c <"$dir/chat-mtp.txt") + $(wc -c <"$dir/chat-mtp.err") bytes, equal; $(grep "drafts accepted" "$dir/chat-mtp-verbose.err" | tail -1)"
+"$gufo" bench --model "$model" --threads 2 -p 0 -n 24 -r 2 --speculative mtp --json >"$dir/bench.json"
+python3 - "$dir/bench.json" <<'PY'
+import json, sys
+(r,) = json.load(open(sys.argv[1]))
+sp = r["speculative"]
+# 2 runs of 24 tokens: every step yields 1 + its accepted drafts, and the steps drafted something.
+assert r["test"] == "tg24+mtp @ d0" and sp["method"] == "mtp", r
+assert sp["steps"] + sp["accepted"] == 48 and 0 < sp["drafted"] and sp["accepted"] <= sp["drafted"], sp
+assert r["avg_ts"] > 0, r
+print(f"bench: {sp['steps']} steps, {sp['accepted']} of {sp['drafted']} drafts accepted, {r['avg_ts']:.0f} tok/s")
+PY
 if "$gufo" prompt --model "$plain_model" --threads 2 -n 8 --temperature 0 --speculative mtp "hello" \
     >"$dir/no-mtp.out" 2>"$dir/no-mtp.err"; then
     echo "a file without the MTP block ran --speculative mtp" >&2
