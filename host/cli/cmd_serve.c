@@ -73,6 +73,9 @@ static const cli_option serve_options[] = {
     {.name = "request-timeout", .type = CLI_FLOAT, .metavar = "SECONDS",
      .help = "Deadline per request, counted from when it is queued (fractions allowed); a request still waiting or "
              "generating then ends with 408. Default: none."},
+    {.name = "speculative", .type = CLI_SPECULATIVE, .metavar = "METHOD", .default_value = "off",
+     .help = "Speculative decoding while one request generates (several decode as one batch instead); the "
+             "model's provider must offer the method. Output is that of plain decoding."},
     {.name = "temperature", .type = CLI_FLOAT, .metavar = "T",
      .help = "Default temperature for requests that send none (default 0.8)."},
     {.name = "verbose", .type = CLI_FLAG, .help = "Log selection, model facts and memory on stderr."},
@@ -296,6 +299,7 @@ static int serve_start(const host_context *ctx, const cli_args *args, const serv
             .cache_sessions = cfg->cache_sessions,
             .memory = st->m.memory,
             .counters = st->counters,
+            .speculative = cli_args_string(args, "speculative"),
         };
         rc = srv_sched_start(&sc, &st->sched);
         if (rc != HOST_EXIT_OK)

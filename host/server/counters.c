@@ -28,6 +28,7 @@ struct srv_counters {
     atomic_uint_least64_t decode_items;
     atomic_uint_least64_t decode_provider_ns;
     atomic_uint_least64_t decode_core_ns;
+    atomic_uint_least64_t speculative_steps, drafted, accepted;
 };
 
 srv_counters *srv_counters_create(void)
@@ -54,6 +55,9 @@ srv_counters *srv_counters_create(void)
     atomic_init(&c->decode_items, 0);
     atomic_init(&c->decode_provider_ns, 0);
     atomic_init(&c->decode_core_ns, 0);
+    atomic_init(&c->speculative_steps, 0);
+    atomic_init(&c->drafted, 0);
+    atomic_init(&c->accepted, 0);
     return c;
 }
 
@@ -152,6 +156,15 @@ void srv_counters_decode_step(srv_counters *c, uint64_t items, uint64_t provider
     atomic_fetch_add(&c->decode_core_ns, core_ns);
 }
 
+void srv_counters_speculative(srv_counters *c, uint64_t drafted, uint64_t accepted)
+{
+    if (!c)
+        return;
+    atomic_fetch_add(&c->speculative_steps, 1);
+    atomic_fetch_add(&c->drafted, drafted);
+    atomic_fetch_add(&c->accepted, accepted);
+}
+
 void srv_counters_read(srv_counters *c, srv_counters_snapshot *out)
 {
     if (!c) {
@@ -177,4 +190,7 @@ void srv_counters_read(srv_counters *c, srv_counters_snapshot *out)
     out->decode_items = atomic_load(&c->decode_items);
     out->decode_provider_ns = atomic_load(&c->decode_provider_ns);
     out->decode_core_ns = atomic_load(&c->decode_core_ns);
+    out->speculative_steps = atomic_load(&c->speculative_steps);
+    out->drafted = atomic_load(&c->drafted);
+    out->accepted = atomic_load(&c->accepted);
 }

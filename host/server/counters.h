@@ -62,6 +62,8 @@ typedef struct srv_counters_snapshot {
     uint64_t decode_items;
     uint64_t decode_provider_ns;
     uint64_t decode_core_ns;
+    uint64_t speculative_steps;  /* verify steps (serve --speculative) */
+    uint64_t drafted, accepted;  /* draft tokens they checked / kept */
 } srv_counters_snapshot;
 
 /** Returns NULL when memory ran out. */
@@ -106,5 +108,8 @@ void srv_counters_prefill(srv_counters *counters, uint64_t tokens, uint64_t prov
  * iteration minus time in any other step call (prefill).
  */
 void srv_counters_decode_step(srv_counters *counters, uint64_t items, uint64_t provider_ns, uint64_t core_ns);
+
+/** One verify step of serve --speculative: `drafted` draft tokens checked, `accepted` of them kept. */
+void srv_counters_speculative(srv_counters *counters, uint64_t drafted, uint64_t accepted);
 
 #endif /* GUFO_HOST_SERVER_COUNTERS_H */

@@ -173,6 +173,13 @@ static void render(const srv_app *app, out_text *o)
            (double)c.prefill_tokens);
     scalar(o, "gufo_prefill_provider_seconds_total", "counter", "Time inside the model's prefill calls.",
            seconds_of(c.prefill_provider_ns));
+    scalar(o, "gufo_speculative_steps_total", "counter",
+           "Verify steps of --speculative (one session, its pending token and the drafts in one call).",
+           (double)c.speculative_steps);
+    scalar(o, "gufo_speculative_drafted_tokens_total", "counter", "Draft tokens the verify steps checked.",
+           (double)c.drafted);
+    scalar(o, "gufo_speculative_accepted_tokens_total", "counter",
+           "Draft tokens the verify steps kept (each saves a decode step).", (double)c.accepted);
     scalar(o, "gufo_decode_steps_total", "counter", "Decode steps (one call to the model advances every batched session).",
            (double)c.decode_steps);
     scalar(o, "gufo_decode_step_sessions_total", "counter", "Sessions advanced by decode steps (sum of batch sizes).",

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "run/report.h"
+#include "run/speculation.h"
 #include "server/sched/cache.h"
 #include "server/sched/checkpoints.h"
 #include "server/sched/clock.h"
@@ -46,6 +47,7 @@ struct srv_sched {
     uint64_t iter_step_ns;     /* inside prefill/decode calls */
     uint64_t iter_decode_ns;
     size_t iter_decode_items;
+    host_speculation spec;     /* config.speculative resolved; spec.iface NULL when off */
 };
 
 /* True once the deadline of a job (queued or active) has passed at `now`. */
@@ -356,8 +358,70 @@ static size_t active_rotated(srv_sched *s, srv_job **out, size_t cap)
     return n;
 }
 
+/*
+ * The one decoding job's step by draft + verify (run/speculation.h). True when
+ * it ran (the job took its tokens, or failed and was finished); false when
+ * the provider drafted nothing and the job still waits for a plain decode.
+ */
+static bool speculative_step(srv_sched *s, srv_job *job)
+{
+    /* Room for the pending token, the drafts and the next token; no more drafts than tokens still wanted. */
+    uint32_t length = s->tg->session_length(s->config.model, job->session);
+    size_t max_draft = length + 2 < s->context_length ? s->context_length - length - 2 : 0;
+    if (job->max_tokens >= 0) {
+        uint64_t left = (uint64_t)job->max_tokens - job->n_taken; /* >= 1: the job would have finished */
+        if (max_draft > left - 1)
+            max_draft = (size_t)(left - 1);
+    }
+    gufo_token next = -1, accepted[HOST_SPECULATION_MAX_DRAFT];
+    gufo_step_output output = {.sampler = job->sampler, .out_token = &next, .out_logits = NULL,
+                               .logits_kind = GUFO_MEMORY_HOST};
+    size_t n_accepted = 0;
+    bool verified = false;
+    const char *what = NULL;
+    gufo_error err = {0};
+    size_t drafted0 = s->spec.n_drafted;
+    uint64_t t0 = srv_now_ns();
+    /* No cancel token, as for a batch: a disconnect is seen between steps. */
+    gufo_status st = host_speculation_step(&s->spec, s->config.model, job->session, job->pending, max_draft, &output,
+                                           NULL, accepted, &n_accepted, &verified, &what, &err);
+    uint64_t spent = srv_now_ns() - t0;
+    s->iter_step_ns += spent;
+    s->iter_decode_ns += spent;
+    if (st != GUFO_OK) {
+        active_remove(s, job);
+        job_fail(s, job, what, st, &err);
+        return true;
+    }
+    if (!verified)
+        return false;
+    s->iter_decode_items++;
+    srv_counters_speculative(s->config.counters, s->spec.n_drafted - drafted0, n_accepted);
+    /* The session holds the pending token and every accepted draft, whether or not the job ends among them. */
+    srv_job_history_append(job, job->pending);
+    for (size_t i = 0; i < n_accepted; i++)
+        srv_job_history_append(job, accepted[i]);
+    for (size_t i = 0; i < n_accepted; i++)
+        if (!job_take_token(s, job, accepted[i]))
+            return true; /* finished (and freed) */
+    job_take_token(s, job, next);
+    return true;
+}
+
 static void decode_step(srv_sched *s, srv_job **jobs, size_t n_jobs)
 {
+    if (s->spec.iface) {
+        srv_job *alone = NULL;
+        size_t decoding = 0;
+        for (size_t i = 0; i < n_jobs; i++)
+            if (jobs[i]->phase == SRV_PHASE_DECODE) {
+                alone = jobs[i];
+                decoding++;
+            }
+        if (decoding == 1 && speculative_step(s, alone))
+            return;
+    }
+
     size_t max_batch = s->info.max_batch ? s->info.max_batch : 1;
     gufo_decode_item items[n_jobs ? n_jobs : 1];
     gufo_token next[n_jobs ? n_jobs : 1];
@@ -575,6 +639,10 @@ int srv_sched_start(const srv_sched_config *config, srv_sched **out)
     s->context_length = config->context_length ? config->context_length : model_ctx;
     if (s->context_length == 0) {
         host_error("%s: the model reports a context length of 0; pass --context", config->provider->id);
+        free(s);
+        return HOST_EXIT_FAILURE;
+    }
+    if (host_speculation_open(&s->spec, config->provider, config->model, config->speculative) != HOST_EXIT_OK) {
         free(s);
         return HOST_EXIT_FAILURE;
     }

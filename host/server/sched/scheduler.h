@@ -64,6 +64,8 @@ typedef struct srv_sched_config {
     uint32_t cache_sessions;        /* finished sessions retained for reuse (0 = none); see server/sched/cache.h */
     gufo_memory *memory;            /* the model's pool (may be NULL): its pressure handler evicts retained sessions */
     srv_counters *counters;         /* tokens, jobs, time to first token, step-time split (may be NULL) */
+    const char *speculative;        /* --speculative METHOD; NULL or "off": plain decoding. Used while one job
+                                     * decodes alone: several decode as one batch (every weight read once) */
 } srv_sched_config;
 
 /** Gauges for /metrics; any thread. */

@@ -18,6 +18,10 @@ turns and the second completion must have reused prompt tokens
 (gufo_cache_checkpoint_hits_total in /metrics), while the uncached server takes
 no checkpoint and reuses nothing.
 
+A third server runs with the cache and `--speculative mtp` (one request at a
+time generates, so every step drafts and verifies): its answers must be the
+same too, with verify steps and draft tokens counted in /metrics.
+
 Usage: serve_cache.py GUFO RANDOM_MODEL_TOOL SCRATCH_DIR   (exit 77: no gufo binary)
 """
 import json
@@ -125,20 +129,23 @@ def main():
 
     cached_server = Server(gufo, model, [])
     fresh_server = Server(gufo, model, ["--cache-sessions", "0"])
+    speculative_server = Server(gufo, model, ["--speculative", "mtp"])
+    servers = (("cached", cached_server), ("fresh", fresh_server), ("speculative", speculative_server))
     try:
         # The two servers answer in parallel (one thread each).
         results = {}
         workers = [threading.Thread(target=lambda s=s, k=k: results.__setitem__(k, session(s)))
-                   for k, s in (("cached", cached_server), ("fresh", fresh_server))]
+                   for k, s in servers]
         for w in workers:
             w.start()
         for w in workers:
             w.join()
-        if set(results) != {"cached", "fresh"}:
+        if set(results) != {k for k, _ in servers}:
             raise SystemExit("a conversation failed (see the traceback above)")
         cached_metrics, fresh_metrics = cached_server.metrics(), fresh_server.metrics()
+        speculative_metrics = speculative_server.metrics()
     finally:
-        for s in (cached_server, fresh_server):
+        for _, s in servers:
             if s.proc.poll() is None:
                 s.stop()
 
@@ -153,6 +160,21 @@ def main():
             failures.append(f"{name}: reused no prompt tokens")
         if fresh_reused:
             failures.append(f"{name}: the server without a cache reused {fresh_reused} tokens")
+    for (name, speculated, reused, must_reuse), (_, fresh, _, _) in zip(results["speculative"], results["fresh"]):
+        if speculated != fresh:
+            failures.append(f"{name}: with --speculative mtp {speculated!r}, plain {fresh!r}")
+        if must_reuse and reused == 0:
+            failures.append(f"{name}: the --speculative server reused no prompt tokens")
+    spec_names = ["gufo_speculative_steps_total", "gufo_speculative_drafted_tokens_total",
+                  "gufo_speculative_accepted_tokens_total"]
+    print("speculative server: " + ", ".join(f"{n} {speculative_metrics.get(n, 0):g}" for n in spec_names)
+          + f"; {sum(a == b for (_, a, _, _), (_, b, _, _) in zip(results['speculative'], results['fresh']))}"
+          f" of {len(results['fresh'])} answers the same as plain decoding")
+    if speculative_metrics.get("gufo_speculative_steps_total", 0) == 0 or \
+            speculative_metrics.get("gufo_speculative_drafted_tokens_total", 0) == 0:
+        failures.append("the --speculative server ran no verify step")
+    if cached_metrics.get("gufo_speculative_steps_total", 0) != 0:
+        failures.append("the server without --speculative ran verify steps")
     names = ["gufo_cache_checkpoint_hits_total", "gufo_cache_checkpoints_created_total", "gufo_cache_checkpoints",
              "gufo_cache_hits_total", "gufo_cache_reused_tokens_total"]
     print("cached server: " + ", ".join(f"{n} {cached_metrics.get(n, 0):g}" for n in names))
