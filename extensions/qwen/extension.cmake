@@ -57,7 +57,7 @@ if(GUFO_HAVE_CUDA)
     set(qwen_gpu_blas CUDA::cublas)
 endif()
 gufo_extension_library(qwen_gpu
-    SOURCES src/gpu/provider_gpu.c src/gpu/weights_gpu.c src/gpu/forward_gpu.c src/gpu/session_gpu.c
+    SOURCES src/gpu/provider_gpu.c src/gpu/weights_gpu.c src/gpu/forward_gpu.c src/gpu/session_gpu.c src/gpu/outputs_gpu.c
     CUDA_SOURCES ${qwen_gpu_kernel_sources}
     LINK qwen_cpu m ${qwen_gpu_blas})
 
@@ -192,3 +192,5 @@ endif()
 
 # -- Qwen3.8 (GGUF arch qwen35): its own sources, tools and tests (src/qwen35/qwen35.cmake)
 include("${GUFO_EXTENSION_DIR}/src/qwen35/qwen35.cmake" OPTIONAL)
+# -- its GPU provider qwen35-gpu (src/qwen35_gpu/qwen35_gpu.cmake)
+include("${GUFO_EXTENSION_DIR}/src/qwen35_gpu/qwen35_gpu.cmake" OPTIONAL)
