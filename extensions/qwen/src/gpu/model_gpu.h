@@ -89,6 +89,7 @@ typedef struct qwen_gpu_model {
     qwen_gpu_sampling *sampling_host;
     int32_t *tokens_host;
     float *logits_host;          /* max_out x n_vocab, for host-side sampling */
+    qwen_gpu_outputs outputs;    /* where a step's outputs are (set at load) */
 } qwen_gpu_model;
 _Static_assert(offsetof(qwen_gpu_model, base) == 0, "a qwen-gpu handle is a qwen_model_base");
 
@@ -110,6 +111,13 @@ static inline gufo_model *qwen_gpu_to_handle(qwen_gpu_model *model)
  * alone: a probe must never query the device. False with the reason.
  */
 bool qwen_gpu_device_usable(const gufo_device_facts *facts, char *why, size_t why_cap);
+
+/**
+ * The end of a qwen GPU provider's probe, once the file's metadata passed:
+ * accepts when the device facts the host attached to `artifact` say
+ * qwen_gpu_device_usable(), else declines with the reason.
+ */
+gufo_status qwen_gpu_probe_device(const gufo_artifact *artifact, gufo_probe_result *result);
 
 /** The provider's usable() slot: qwen_gpu_device_usable() on the host's start-up facts. */
 gufo_status qwen_gpu_usable(void *userdata, const gufo_device_facts *device, gufo_probe_result *result);

@@ -75,7 +75,13 @@ static gufo_status qwen_gpu_probe(void *userdata, const gufo_artifact *artifact,
         return gufo_probe_decline(result, "%s", why);
     if (!qwen_gpu_supports(gufo_artifact_gguf(artifact), &hp, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
+    return qwen_gpu_probe_device(artifact, result);
+}
+
+gufo_status qwen_gpu_probe_device(const gufo_artifact *artifact, gufo_probe_result *result)
+{
     /* The GPU as the host found it at start-up, attached to the artifact. */
+    char why[GUFO_PROBE_REASON_MAX];
     gufo_device_facts facts = {.struct_size = sizeof facts};
     gufo_error err = {0};
     if (gufo_artifact_device_facts(artifact, &facts, &err) != GUFO_OK)
@@ -202,6 +208,9 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
         goto fail;
     if ((st = staging_init(model, err)) != GUFO_OK)
         goto fail;
+    model->outputs = (qwen_gpu_outputs){.stream = model->stream, .memory = model->base.memory,
+                                        .n_vocab = hp->n_vocab, .logits = model->scratch.logits,
+                                        .logits_host = model->logits_host, .tokens_host = model->tokens_host};
     if ((st = qwen_gpu_blas_init(model, err)) != GUFO_OK)
         goto fail;
     if (gufo_x_graph_cache_create(&model->graphs) != GUFO_OK) {

@@ -153,13 +153,7 @@ uint32_t qwen_gpu_session_length(gufo_model *handle, const gufo_text_session *se
 
 static gufo_status deliver(qwen_gpu_model *model, uint32_t i, const gufo_step_output *output, gufo_error *err)
 {
-    const qwen_gpu_outputs outputs = {.stream = model->stream,
-                                      .memory = model->base.memory,
-                                      .n_vocab = model->hp.n_vocab,
-                                      .logits = model->scratch.logits,
-                                      .logits_host = model->logits_host,
-                                      .tokens_host = model->tokens_host};
-    gufo_status st = qwen_gpu_deliver(&outputs, i, output, err);
+    gufo_status st = qwen_gpu_deliver(&model->outputs, i, output, err);
     return st == GUFO_OK ? st : gufo_error_prefix(err, st, "qwen-gpu");
 }
 

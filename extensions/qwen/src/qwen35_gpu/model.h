@@ -104,6 +104,7 @@ typedef struct qwen35_gpu_model {
     int32_t *tokens_host;
     float *logits_host;
     void *staging;
+    qwen_gpu_outputs outputs;    /* where a step's outputs are (set at load) */
 } qwen35_gpu_model;
 _Static_assert(offsetof(qwen35_gpu_model, base) == 0, "a qwen35-gpu handle is a qwen_model_base");
 

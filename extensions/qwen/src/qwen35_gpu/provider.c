@@ -56,15 +56,7 @@ static gufo_status qwen35_gpu_probe(void *userdata, const gufo_artifact *artifac
     char why[GUFO_PROBE_REASON_MAX];
     if (!qwen_model_base_probe(&qwen35_gpu_kind, artifact, NULL, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
-    /* The GPU as the host found it at start-up, attached to the artifact. */
-    gufo_device_facts facts = {.struct_size = sizeof facts};
-    gufo_error err = {0};
-    if (gufo_artifact_device_facts(artifact, &facts, &err) != GUFO_OK)
-        return gufo_probe_decline(result, "%s", err.message);
-    if (!qwen_gpu_device_usable(&facts, why, sizeof why))
-        return gufo_probe_decline(result, "%s", why);
-    result->accept = true;
-    return GUFO_OK;
+    return qwen_gpu_probe_device(artifact, result);
 }
 
 /* ---- create / destroy ------------------------------------------------------ */
@@ -181,6 +173,9 @@ static gufo_status qwen35_gpu_create(void *userdata, const gufo_model_params *pa
         goto fail;
     if ((st = staging_init(model, err)) != GUFO_OK)
         goto fail;
+    model->outputs = (qwen_gpu_outputs){.stream = model->stream, .memory = model->base.memory,
+                                        .n_vocab = hp->n_vocab, .logits = model->scratch.logits,
+                                        .logits_host = model->logits_host, .tokens_host = model->tokens_host};
     if (gufo_x_graph_cache_create(&model->graphs) != GUFO_OK) {
         st = gufo_error_set(err, GUFO_E_NO_MEMORY, "out of memory creating the graph cache");
         goto fail;

@@ -127,17 +127,6 @@ uint32_t qwen35_gpu_session_length(gufo_model *handle, const gufo_text_session *
 
 /* ---- steps -------------------------------------------------------------------- */
 
-static gufo_status deliver(qwen35_gpu_model *model, uint32_t i, const gufo_step_output *output, gufo_error *err)
-{
-    const qwen_gpu_outputs outputs = {.stream = model->stream,
-                                      .memory = model->base.memory,
-                                      .n_vocab = model->hp.n_vocab,
-                                      .logits = model->scratch.logits,
-                                      .logits_host = model->logits_host,
-                                      .tokens_host = model->tokens_host};
-    return qwen_gpu_deliver(&outputs, i, output, err);
-}
-
 static bool valid_token(const qwen35_gpu_model *model, gufo_token token)
 {
     return token >= 0 && (uint32_t)token < model->hp.n_vocab;
@@ -194,7 +183,7 @@ gufo_status qwen35_gpu_prefill(gufo_model *handle, gufo_text_session *session_ha
         st->kv_written = st->n_past;
         done += slice;
     }
-    if (want && (status = deliver(model, 0, output, err)) != GUFO_OK)
+    if (want && (status = qwen_gpu_deliver(&model->outputs, 0, output, err)) != GUFO_OK)
         return gufo_error_prefix(err, status, "qwen35-gpu prefill");
     return GUFO_OK;
 }
@@ -256,9 +245,12 @@ gufo_status qwen35_gpu_decode(gufo_model *handle, const gufo_decode_batch *batch
         st->n_past++;
         st->kv_written = st->n_past;
     }
-    for (uint32_t i = 0; i < n; i++)
-        if (qwen_gpu_wants_output(outputs[i]) && (status = deliver(model, i, outputs[i], err)) != GUFO_OK)
+    for (uint32_t i = 0; i < n; i++) {
+        if (!qwen_gpu_wants_output(outputs[i]))
+            continue;
+        if ((status = qwen_gpu_deliver(&model->outputs, i, outputs[i], err)) != GUFO_OK)
             return gufo_error_prefix(err, status, "qwen35-gpu decode item %u", i);
+    }
     return GUFO_OK;
 }
 
