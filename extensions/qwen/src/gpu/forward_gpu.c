@@ -241,14 +241,14 @@ static gufo_status record(void *userdata, void *stream)
     return bad ? qwen_gpu_failed(p->err, "launching the step's kernels") : GUFO_OK;
 }
 
-static uint32_t prefill_splits(const qwen_gpu_model *model, uint32_t n)
+uint32_t qwen_gpu_prefill_splits(const qwen_gpu_row *rows, uint32_t n, uint32_t max_row_splits)
 {
     uint32_t longest = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (model->rows_host[i].pos + 1 > longest)
-            longest = model->rows_host[i].pos + 1;
+        if (rows[i].pos + 1 > longest)
+            longest = rows[i].pos + 1;
     uint32_t splits = (longest + QWEN_GPU_PREFILL_SPLIT_SPAN - 1) / QWEN_GPU_PREFILL_SPLIT_SPAN;
-    uint32_t cap = model->scratch.max_row_splits / n;
+    uint32_t cap = max_row_splits / n;
     if (cap > QWEN_GPU_MAX_SPLITS)
         cap = QWEN_GPU_MAX_SPLITS;
     if (splits > cap)
@@ -264,7 +264,7 @@ gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, 
         return gufo_error_set(err, GUFO_E_INTERNAL, "qwen-gpu forward: %u rows / %u outputs exceed the scratch (%u / %u)",
                               n, n_out, s->max_rows, s->max_out);
     step p = {.model = model, .n = n, .n_out = n_out, .pick = n_out ? pick : QWEN_GPU_PICK_NONE, .err = err};
-    p.splits = graph ? QWEN_GPU_DECODE_SPLITS : prefill_splits(model, n);
+    p.splits = graph ? QWEN_GPU_DECODE_SPLITS : qwen_gpu_prefill_splits(model->rows_host, n, s->max_row_splits);
     p.gemm = !graph && model->blas && n >= QWEN_GPU_GEMM_MIN_ROWS;
     p.q8 = !p.gemm && model->decode_q8;
     /* Prefill rows are one history's consecutive positions (qwen_gpu_prefill). */

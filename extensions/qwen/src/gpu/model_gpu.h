@@ -164,6 +164,14 @@ void qwen_gpu_scratch_release(qwen_gpu_model *model);
 gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, qwen_gpu_pick pick, bool graph,
                              gufo_error *err);
 
+/**
+ * Attention parts per (row, head) for a prefill chunk whose rows (host copy)
+ * reach the positions they hold: one per QWEN_GPU_PREFILL_SPLIT_SPAN positions
+ * of the longest, at most QWEN_GPU_MAX_SPLITS and what `max_row_splits` of
+ * partials scratch holds for n rows.
+ */
+uint32_t qwen_gpu_prefill_splits(const qwen_gpu_row *rows, uint32_t n, uint32_t max_row_splits);
+
 /** Turns the last GPU failure into a gufo_error naming `what`. */
 gufo_status qwen_gpu_failed(gufo_error *err, const char *what);
 

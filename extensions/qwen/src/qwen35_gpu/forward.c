@@ -235,21 +235,6 @@ static gufo_status record(void *userdata, void *stream)
     return bad ? qwen35_gpu_failed(p->err, "launching the step's kernels") : GUFO_OK;
 }
 
-static uint32_t prefill_splits(const qwen35_gpu_model *model, uint32_t n)
-{
-    uint32_t longest = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (model->rows_host[i].pos + 1 > longest)
-            longest = model->rows_host[i].pos + 1;
-    uint32_t splits = (longest + QWEN35_GPU_PREFILL_SPLIT_SPAN - 1) / QWEN35_GPU_PREFILL_SPLIT_SPAN;
-    uint32_t cap = model->scratch.max_row_splits / n;
-    if (cap > QWEN_GPU_MAX_SPLITS)
-        cap = QWEN_GPU_MAX_SPLITS;
-    if (splits > cap)
-        splits = cap;
-    return splits ? splits : 1;
-}
-
 gufo_status qwen35_gpu_forward(qwen35_gpu_model *model, uint32_t n, uint32_t n_seq, uint32_t n_out,
                                qwen_gpu_pick pick, bool graph, gufo_error *err)
 {
@@ -260,7 +245,7 @@ gufo_status qwen35_gpu_forward(qwen35_gpu_model *model, uint32_t n, uint32_t n_s
                               n, n_seq, n_out, s->max_rows, s->max_out);
     step p = {.model = model, .n = n, .n_seq = n_seq, .n_out = n_out, .pick = n_out ? pick : QWEN_GPU_PICK_NONE,
               .err = err};
-    p.splits = graph ? QWEN35_GPU_DECODE_SPLITS : prefill_splits(model, n);
+    p.splits = graph ? QWEN35_GPU_DECODE_SPLITS : qwen_gpu_prefill_splits(model->rows_host, n, s->max_row_splits);
     p.gemm = !graph && model->blas && n >= QWEN35_GPU_GEMM_MIN_ROWS;
     p.q8 = !p.gemm && model->decode_q8;
     if (qwen_gpu_to_device(s->rows, model->rows_host, n * sizeof(qwen_gpu_row), model->stream) ||

@@ -34,8 +34,6 @@
 /* Attention parts per (row, head) in a decode step: fixed, so one captured
  * graph serves every length. */
 #define QWEN35_GPU_DECODE_SPLITS 16u
-/* Prefill attention: positions one part covers before splitting further. */
-#define QWEN35_GPU_PREFILL_SPLIT_SPAN 1024u
 /* Prefill chunks of at least this many rows multiply through the BLAS. */
 #define QWEN35_GPU_GEMM_MIN_ROWS 64u
 #define QWEN35_GPU_BLAS_WORKSPACE (32u << 20)
