@@ -155,26 +155,11 @@ static int product(const step *p, void *stream, const qwen_gpu_matrix *m, const 
 static int products(const step *p, void *stream, const qwen_gpu_matrix *const *ms, float *const *ys, uint32_t count,
                     const float *x)
 {
-    int bad = 0;
     bool done[QWEN_GPU_MAX_FUSED] = {false};
-    for (uint32_t i = 0; i < count; i++) {
-        if (done[i])
-            continue;
-        if (!p->q8 || !qwen_gpu_matmul_q8_supported(ms[i]->type)) {
+    int bad = p->q8 ? qwen_gpu_products_q8(stream, ms, ys, count, p->model->scratch.xq, p->n, done) : 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (!done[i])
             bad |= product(p, stream, ms[i], x, ys[i], 0);
-            continue;
-        }
-        const qwen_gpu_matrix *group[QWEN_GPU_MAX_FUSED];
-        float *group_y[QWEN_GPU_MAX_FUSED];
-        uint32_t g = 0;
-        for (uint32_t j = i; j < count; j++)
-            if (!done[j] && ms[j]->type == ms[i]->type && ms[j]->cols == ms[i]->cols) {
-                group[g] = ms[j];
-                group_y[g++] = ys[j];
-                done[j] = true;
-            }
-        bad |= qwen_gpu_matmul_q8_fused(stream, group, group_y, g, p->model->scratch.xq, p->n);
-    }
     return bad;
 }
 

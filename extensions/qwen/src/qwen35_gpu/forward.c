@@ -129,28 +129,38 @@ typedef struct step {
     gufo_error *err;
 } step;
 
+/* Most products of one input a block makes (the Gated DeltaNet's qkv, z, beta, alpha). */
+#define MAX_PRODUCTS 4u
+
 /* ys[i] (+)= ms[i] x for products of one input of `cols` values: through the
  * BLAS in long prefill chunks; else quantized weights from int8 activations
- * (x quantized once for all of them) in q8 steps, the rest in float32. */
+ * (x quantized once for all of them; without `accumulate`, those of one type
+ * fused into shared launches), the rest in float32. */
 static int products(const step *p, void *stream, const qwen_gpu_matrix *const *ms, float *const *ys, uint32_t count,
                     const float *x, uint32_t cols, int accumulate)
 {
     qwen35_gpu_model *model = p->model;
     int bad = 0;
-    bool quantized = false;
+    bool done[MAX_PRODUCTS] = {false}, quantized = false;
+    if (p->q8 && !p->gemm) {
+        for (uint32_t i = 0; i < count && !quantized; i++)
+            quantized = qwen_gpu_matmul_q8_supported(ms[i]->type);
+        if (quantized)
+            bad |= qwen_gpu_quantize_q8(stream, x, p->n, cols, model->scratch.xq);
+        if (quantized && !accumulate)
+            bad |= qwen_gpu_products_q8(stream, ms, ys, count, model->scratch.xq, p->n, done);
+    }
     for (uint32_t i = 0; i < count; i++) {
         const qwen_gpu_matrix *m = ms[i];
-        if (p->gemm) {
+        if (done[i])
+            continue;
+        if (p->gemm)
             bad |= qwen_gpu_gemm(model->blas, stream, m, model->prefill_bf16, model->scratch.dequantized,
                                  model->scratch.activations16, x, p->n, ys[i], accumulate);
-        } else if (p->q8 && qwen_gpu_matmul_q8_supported(m->type)) {
-            if (!quantized)
-                bad |= qwen_gpu_quantize_q8(stream, x, p->n, cols, model->scratch.xq);
-            quantized = true;
+        else if (quantized && qwen_gpu_matmul_q8_supported(m->type))
             bad |= qwen_gpu_matmul_q8(stream, m, model->scratch.xq, p->n, ys[i], accumulate);
-        } else {
+        else
             bad |= qwen_gpu_matmul(stream, m, x, p->n, ys[i], accumulate);
-        }
     }
     return bad;
 }

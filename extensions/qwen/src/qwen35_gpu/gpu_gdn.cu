@@ -22,27 +22,45 @@ extern "C" int qwen35_gpu_zero(void *stream, float *x, size_t count)
     return qwen_gpu_launch_check("qwen35_gpu_zero");
 }
 
-/* Thread per (channel, sequence): the channel's window walks the sequence's rows in order. */
+/* Thread per (channel, row): every output of a chunk at once, its window made
+ * of the rows before it in the chunk and, for the first kernel-1 rows, of the
+ * sequence's state (which q35_conv_state_kernel updates afterwards). A thread
+ * walking the chunk's rows in order would wait out a memory latency per row. */
 __global__ void q35_conv_silu_kernel(qwen35_gpu_gdn_dims d, const qwen35_gpu_seq *seqs, uint32_t gdn, uint32_t rps,
                                      const float *__restrict__ taps, const float *__restrict__ mix,
                                      float *__restrict__ out)
+{
+    const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y;
+    if (c >= d.conv_dim) return;
+    const uint32_t hist = d.kernel - 1, s = row / rps, t = row % rps;
+    const float *state = seqs[s].conv + (size_t)gdn * hist * d.conv_dim;
+    const float *w = taps + (size_t)c * d.kernel;
+    float acc = 0.0f;
+    for (uint32_t j = 0; j < d.kernel; j++) {
+        /* window[j] is input t - hist + j of the chunk; below 0, the state's entry hist + (t - hist + j) */
+        const int64_t i = (int64_t)t - (int64_t)hist + (int64_t)j;
+        const float x = i >= 0 ? mix[((size_t)row - t + (size_t)i) * d.conv_dim + c]
+                               : state[(size_t)((int64_t)hist + i) * d.conv_dim + c];
+        acc = __fadd_rn(acc, __fmul_rn(w[j], x));
+    }
+    out[(size_t)row * d.conv_dim + c] = acc / (1.0f + expf(-acc));
+}
+
+/* Thread per (channel, sequence): the state becomes the last kernel-1 inputs
+ * (the chunk's, or the old state's shifted when the chunk is shorter). */
+__global__ void q35_conv_state_kernel(qwen35_gpu_gdn_dims d, const qwen35_gpu_seq *seqs, uint32_t gdn, uint32_t rps,
+                                      const float *__restrict__ mix)
 {
     const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x, s = blockIdx.y;
     if (c >= d.conv_dim) return;
     const uint32_t hist = d.kernel - 1;
     float *state = seqs[s].conv + (size_t)gdn * hist * d.conv_dim;
-    const float *w = taps + (size_t)c * d.kernel;
-    float window[QWEN35_GPU_MAX_CONV_KERNEL];
-    for (uint32_t j = 0; j < hist; j++) window[j] = state[(size_t)j * d.conv_dim + c];
-    for (uint32_t t = 0; t < rps; t++) {
-        const size_t row = (size_t)s * rps + t;
-        window[hist] = mix[row * d.conv_dim + c];
-        float acc = 0.0f;
-        for (uint32_t j = 0; j < d.kernel; j++) acc = __fadd_rn(acc, __fmul_rn(w[j], window[j]));
-        out[row * d.conv_dim + c] = acc / (1.0f + expf(-acc));
-        for (uint32_t j = 0; j < hist; j++) window[j] = window[j + 1];
+    /* Entry j reads entry j + rps (> j, not yet written) or a row of the chunk. */
+    for (uint32_t j = 0; j < hist; j++) {
+        const int64_t i = (int64_t)rps - (int64_t)hist + (int64_t)j; /* the chunk's row, if >= 0 */
+        state[(size_t)j * d.conv_dim + c] = i >= 0 ? mix[((size_t)s * rps + (size_t)i) * d.conv_dim + c]
+                                                   : state[(size_t)(j + rps) * d.conv_dim + c];
     }
-    for (uint32_t j = 0; j < hist; j++) state[(size_t)j * d.conv_dim + c] = window[j];
 }
 
 extern "C" int qwen35_gpu_conv_silu(void *stream, const qwen35_gpu_gdn_dims *dims, const qwen35_gpu_seq *seqs,
@@ -51,9 +69,14 @@ extern "C" int qwen35_gpu_conv_silu(void *stream, const qwen35_gpu_gdn_dims *dim
 {
     if (n_seq == 0 || rows_per_seq == 0) return 0;
     if (dims->kernel == 0 || dims->kernel > QWEN35_GPU_MAX_CONV_KERNEL) return 1;
-    const dim3 grid((dims->conv_dim + Q35_THREADS - 1) / Q35_THREADS, n_seq);
-    q35_conv_silu_kernel<<<grid, Q35_THREADS, 0, QG_STREAM(stream)>>>(*dims, seqs, gdn, rows_per_seq, taps, mix, out);
-    return qwen_gpu_launch_check("qwen35_gpu_conv_silu");
+    const unsigned channel_blocks = (dims->conv_dim + Q35_THREADS - 1) / Q35_THREADS;
+    const gufo_gpu_stream s = QG_STREAM(stream);
+    q35_conv_silu_kernel<<<dim3(channel_blocks, n_seq * rows_per_seq), Q35_THREADS, 0, s>>>(*dims, seqs, gdn,
+                                                                                           rows_per_seq, taps, mix,
+                                                                                           out);
+    if (qwen_gpu_launch_check("qwen35_gpu_conv_silu")) return 1;
+    q35_conv_state_kernel<<<dim3(channel_blocks, n_seq), Q35_THREADS, 0, s>>>(*dims, seqs, gdn, rows_per_seq, mix);
+    return qwen_gpu_launch_check("qwen35_gpu_conv_silu (state)");
 }
 
 /* Block (row, head): heads 0..Hk-1 are queries, Hk..2Hk-1 keys; block 2Hk does beta and g. */
@@ -123,17 +146,30 @@ q35_delta_rule_kernel(qwen35_gpu_gdn_dims d, const qwen35_gpu_seq *seqs, uint32_
         const uint32_t a = p * R + i;
         col[i] = a < dk ? S[(size_t)a * dk + j] : 0.0f;
     }
-    for (uint32_t t = 0; t < rps; t++) {
-        const size_t row = (size_t)s * rps + t;
-        const float *base = qkv + row * d.conv_dim;
+    /* Row t + 1's inputs are loaded while row t computes: a chunk's rows are
+     * dependent steps, so an exposed load latency per row would dominate. */
+    const uint32_t q_at = kh * dk + threadIdx.x, k_at = (d.k_heads + kh) * dk + threadIdx.x;
+    const uint32_t v_at = 2 * d.k_heads * dk + h * dk + j;
+    const bool loader = threadIdx.x < dk;
+    size_t row = (size_t)s * rps;
+    float nq = loader ? qkv[row * d.conv_dim + q_at] : 0.0f, nk = loader ? qkv[row * d.conv_dim + k_at] : 0.0f;
+    float nv = qkv[row * d.conv_dim + v_at], ng = g[row * d.v_heads + h], nb = beta[row * d.v_heads + h];
+    for (uint32_t t = 0; t < rps; t++, row++) {
         __syncthreads(); /* the previous row's q and k are read */
-        for (uint32_t i = threadIdx.x; i < dk; i += blockDim.x) {
-            sq[i] = base[(size_t)kh * dk + i];
-            sk[i] = base[(size_t)(d.k_heads + kh) * dk + i];
+        if (loader) {
+            sq[threadIdx.x] = nq;
+            sk[threadIdx.x] = nk;
         }
+        const float vj = nv, decay = expf(ng), b = nb;
         __syncthreads();
-        const float vj = base[(size_t)2 * d.k_heads * dk + (size_t)h * dk + j];
-        const float decay = expf(g[row * d.v_heads + h]), b = beta[row * d.v_heads + h];
+        if (t + 1 < rps) {
+            const float *next = qkv + (row + 1) * d.conv_dim;
+            nq = loader ? next[q_at] : 0.0f;
+            nk = loader ? next[k_at] : 0.0f;
+            nv = next[v_at];
+            ng = g[(row + 1) * d.v_heads + h];
+            nb = beta[(row + 1) * d.v_heads + h];
+        }
         float dot = 0.0f;
 #pragma unroll
         for (int i = 0; i < R; i++) {
@@ -216,7 +252,7 @@ int q35_preload_attention(void); /* gpu_gated_attention.cu */
 
 extern "C" int qwen35_gpu_preload(void)
 {
-    const int bad = qg_preload(q35_zero_kernel) | qg_preload(q35_conv_silu_kernel) |
+    const int bad = qg_preload(q35_zero_kernel) | qg_preload(q35_conv_silu_kernel) | qg_preload(q35_conv_state_kernel) |
                     qg_preload(q35_gdn_prepare_kernel) | qg_preload(q35_delta_rule_kernel<32>) |
                     qg_preload(q35_delta_rule_kernel<64>) |
                     qg_preload(q35_delta_rule_kernel<QWEN35_GPU_MAX_GDN_HEAD>) |
