@@ -117,28 +117,32 @@ extern "C" int qwen35_gpu_gdn_prepare(void *stream, const qwen35_gpu_gdn_dims *d
     return qwen_gpu_launch_check("qwen35_gpu_gdn_prepare");
 }
 
-/* Block (sequence, value head); thread (j, p) = value column j, part p of
- * Q35_DELTA_PARTS: the thread holds rows [p R, p R + R) of column j of the
- * head's dk x dv state in registers (R = DK / parts; rows past dk predicated
- * off), the parts of a column are adjacent lanes that sum their partial dot
- * products with shuffles, and the row's q and k are broadcast from shared
- * memory. The rows of the sequence run in order inside the kernel: a prefill
- * chunk costs rows_per_seq dependent steps per head (the sequential form;
- * the chunked form is the CPU's, ../qwen35/delta_rule.h). One thread per
- * column holding all 128 rows spilled (255 registers); four parts of 32 do not. */
+/* The delta rule's columns are independent: value column j's state S[:, j]
+ * only ever meets k, q, v_j and its own d_j. So a block takes `cols` columns
+ * of one (sequence, value head) — dk / cols blocks per head, which spreads a
+ * single sequence's prefill over Hv * dk / cols blocks (192 at 27B) instead of
+ * Hv (48) — and thread (j, p) holds rows [p R, p R + R) of column j in
+ * registers (R = DK / Q35_DELTA_PARTS; rows past dk predicated off). The parts
+ * of a column are adjacent lanes that sum their partial dot products with
+ * shuffles; q and k are broadcast from shared memory, and row t + 1's inputs
+ * are loaded while row t computes (a chunk's rows are dependent steps, so an
+ * exposed load latency per row would dominate). One thread per column holding
+ * all 128 rows spilled (255 registers); four parts of 32 do not. */
 #define Q35_DELTA_PARTS 4
+#define Q35_DELTA_LOADS 2 /* q/k values each thread stages per row: dk <= 2 x threads */
 
 template <int DK>
-__global__ void __launch_bounds__(DK * Q35_DELTA_PARTS)
-q35_delta_rule_kernel(qwen35_gpu_gdn_dims d, const qwen35_gpu_seq *seqs, uint32_t gdn, uint32_t rps,
+__global__ void __launch_bounds__(32 * Q35_DELTA_PARTS)
+q35_delta_rule_kernel(qwen35_gpu_gdn_dims d, const qwen35_gpu_seq *seqs, uint32_t gdn, uint32_t rps, uint32_t cols,
                       const float *__restrict__ qkv, const float *__restrict__ g, const float *__restrict__ beta,
                       float *__restrict__ out)
 {
     constexpr int P = Q35_DELTA_PARTS, R = DK / P;
     __shared__ float sq[DK], sk[DK];
-    const uint32_t s = blockIdx.x / d.v_heads, h = blockIdx.x % d.v_heads;
-    const uint32_t j = threadIdx.x / P, p = threadIdx.x % P;
-    const uint32_t dk = d.head_dim, kh = h % d.k_heads;
+    const uint32_t dk = d.head_dim, parts = dk / cols;
+    const uint32_t part = blockIdx.x % parts, h = (blockIdx.x / parts) % d.v_heads;
+    const uint32_t s = blockIdx.x / (parts * d.v_heads), kh = h % d.k_heads;
+    const uint32_t j = part * cols + threadIdx.x / P, p = threadIdx.x % P;
     float *S = seqs[s].delta + ((size_t)gdn * d.v_heads + h) * dk * dk;
     float col[R];
 #pragma unroll
@@ -146,26 +150,36 @@ q35_delta_rule_kernel(qwen35_gpu_gdn_dims d, const qwen35_gpu_seq *seqs, uint32_
         const uint32_t a = p * R + i;
         col[i] = a < dk ? S[(size_t)a * dk + j] : 0.0f;
     }
-    /* Row t + 1's inputs are loaded while row t computes: a chunk's rows are
-     * dependent steps, so an exposed load latency per row would dominate. */
-    const uint32_t q_at = kh * dk + threadIdx.x, k_at = (d.k_heads + kh) * dk + threadIdx.x;
-    const uint32_t v_at = 2 * d.k_heads * dk + h * dk + j;
-    const bool loader = threadIdx.x < dk;
+    const uint32_t q_at = kh * dk, k_at = (d.k_heads + kh) * dk, v_at = 2 * d.k_heads * dk + h * dk + j;
     size_t row = (size_t)s * rps;
-    float nq = loader ? qkv[row * d.conv_dim + q_at] : 0.0f, nk = loader ? qkv[row * d.conv_dim + k_at] : 0.0f;
+    float nq[Q35_DELTA_LOADS], nk[Q35_DELTA_LOADS];
+#pragma unroll
+    for (int u = 0; u < Q35_DELTA_LOADS; u++) {
+        const uint32_t e = threadIdx.x + u * blockDim.x;
+        nq[u] = e < dk ? qkv[row * d.conv_dim + q_at + e] : 0.0f;
+        nk[u] = e < dk ? qkv[row * d.conv_dim + k_at + e] : 0.0f;
+    }
     float nv = qkv[row * d.conv_dim + v_at], ng = g[row * d.v_heads + h], nb = beta[row * d.v_heads + h];
     for (uint32_t t = 0; t < rps; t++, row++) {
         __syncthreads(); /* the previous row's q and k are read */
-        if (loader) {
-            sq[threadIdx.x] = nq;
-            sk[threadIdx.x] = nk;
+#pragma unroll
+        for (int u = 0; u < Q35_DELTA_LOADS; u++) {
+            const uint32_t e = threadIdx.x + u * blockDim.x;
+            if (e < dk) {
+                sq[e] = nq[u];
+                sk[e] = nk[u];
+            }
         }
         const float vj = nv, decay = expf(ng), b = nb;
         __syncthreads();
         if (t + 1 < rps) {
             const float *next = qkv + (row + 1) * d.conv_dim;
-            nq = loader ? next[q_at] : 0.0f;
-            nk = loader ? next[k_at] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < Q35_DELTA_LOADS; u++) {
+                const uint32_t e = threadIdx.x + u * blockDim.x;
+                nq[u] = e < dk ? next[q_at + e] : 0.0f;
+                nk[u] = e < dk ? next[k_at + e] : 0.0f;
+            }
             nv = next[v_at];
             ng = g[(row + 1) * d.v_heads + h];
             nb = beta[(row + 1) * d.v_heads + h];
@@ -206,19 +220,19 @@ extern "C" int qwen35_gpu_delta_rule(void *stream, const qwen35_gpu_gdn_dims *di
 {
     if (n_seq == 0 || rows_per_seq == 0) return 0;
     const uint32_t dk = dims->head_dim;
-    /* Whole warps of whole columns: the shuffles need every lane. */
-    if (dk == 0 || (dk * Q35_DELTA_PARTS) % GUFO_GPU_WARP_SIZE) return 1;
-    const unsigned blocks = n_seq * dims->v_heads, threads = dk * Q35_DELTA_PARTS;
+    /* Columns per block: whole warps of whole columns (the shuffles need every lane), and
+     * at least dk / 2 threads to stage a row's q and k. */
+    const uint32_t cols = dk % 32 == 0 ? 32 : 16;
+    if (dk == 0 || dk % 16 || dk > QWEN35_GPU_MAX_GDN_HEAD || (cols * Q35_DELTA_PARTS) % GUFO_GPU_WARP_SIZE) return 1;
+    const unsigned blocks = n_seq * dims->v_heads * (dk / cols), threads = cols * Q35_DELTA_PARTS;
     const gufo_gpu_stream s = QG_STREAM(stream);
     if (dk <= 32)
-        q35_delta_rule_kernel<32><<<blocks, threads, 0, s>>>(*dims, seqs, gdn, rows_per_seq, qkv, g, beta, out);
+        q35_delta_rule_kernel<32><<<blocks, threads, 0, s>>>(*dims, seqs, gdn, rows_per_seq, cols, qkv, g, beta, out);
     else if (dk <= 64)
-        q35_delta_rule_kernel<64><<<blocks, threads, 0, s>>>(*dims, seqs, gdn, rows_per_seq, qkv, g, beta, out);
-    else if (dk <= QWEN35_GPU_MAX_GDN_HEAD)
-        q35_delta_rule_kernel<QWEN35_GPU_MAX_GDN_HEAD>
-            <<<blocks, threads, 0, s>>>(*dims, seqs, gdn, rows_per_seq, qkv, g, beta, out);
+        q35_delta_rule_kernel<64><<<blocks, threads, 0, s>>>(*dims, seqs, gdn, rows_per_seq, cols, qkv, g, beta, out);
     else
-        return 1;
+        q35_delta_rule_kernel<QWEN35_GPU_MAX_GDN_HEAD>
+            <<<blocks, threads, 0, s>>>(*dims, seqs, gdn, rows_per_seq, cols, qkv, g, beta, out);
     return qwen_gpu_launch_check("qwen35_gpu_delta_rule");
 }
 

@@ -74,9 +74,10 @@ int qwen35_gpu_gdn_prepare(void *stream, const qwen35_gpu_gdn_dims *dims, uint32
 /**
  * The gated delta rule of block `gdn`, recurrent form, over the rows of each
  * sequence in order: per value head h and row t, S *= exp(g); d = beta (v -
- * S^T k); S += k d^T; o = S^T q — one block per (sequence, value head), the
- * state in registers for the whole run (a prefill chunk's rows are a loop in
- * the kernel). out: rows of Hv * dv. dk must be <= QWEN35_GPU_MAX_GDN_HEAD.
+ * S^T k); S += k d^T; o = S^T q — one block per (sequence, value head, 32
+ * value columns), the state in registers for the whole run (a prefill chunk's
+ * rows are a loop in the kernel). out: rows of Hv * dv. dk must be a multiple
+ * of 16 up to QWEN35_GPU_MAX_GDN_HEAD.
  */
 int qwen35_gpu_delta_rule(void *stream, const qwen35_gpu_gdn_dims *dims, const qwen35_gpu_seq *seqs, uint32_t gdn,
                           uint32_t n_seq, uint32_t rows_per_seq, const float *qkv, const float *g, const float *beta,

@@ -23,9 +23,9 @@ bool qwen35_gpu_supports(const gufo_gguf *gguf, const qwen35_hparams *hp, char *
                  QWEN_GPU_MAX_HEAD_DIM);
         return false;
     }
-    if (hp->gdn_head_dim % 8 || hp->gdn_head_dim > QWEN35_GPU_MAX_GDN_HEAD) {
+    if (hp->gdn_head_dim == 0 || hp->gdn_head_dim % 16 || hp->gdn_head_dim > QWEN35_GPU_MAX_GDN_HEAD) {
         snprintf(why, why_cap,
-                 "Gated DeltaNet head size %u: qwen35-gpu runs multiples of 8 up to %u (the delta rule's state "
+                 "Gated DeltaNet head size %u: qwen35-gpu runs multiples of 16 up to %u (the delta rule's state "
                  "stays in registers)", hp->gdn_head_dim, QWEN35_GPU_MAX_GDN_HEAD);
         return false;
     }
