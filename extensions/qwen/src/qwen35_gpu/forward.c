@@ -132,20 +132,25 @@ typedef struct step {
 /* Most products of one input a block makes (the Gated DeltaNet's qkv, z, beta, alpha). */
 #define MAX_PRODUCTS 4u
 
+/* How a product's input arrives: as floats only, or also as int8 blocks in
+ * scratch.xq already (written by the norm or SwiGLU kernel that made it, in q8 steps). */
+enum { FLOATS = 0, ALSO_INT8 = 1 };
+
 /* ys[i] (+)= ms[i] x for products of one input of `cols` values: through the
  * BLAS in long prefill chunks; else quantized weights from int8 activations
- * (x quantized once for all of them; without `accumulate`, those of one type
- * fused into shared launches), the rest in float32. */
+ * (x quantized once for all of them unless `x_int8` says it is; without
+ * `accumulate`, those of one type fused into shared launches), the rest in
+ * float32. */
 static int products(const step *p, void *stream, const qwen_gpu_matrix *const *ms, float *const *ys, uint32_t count,
-                    const float *x, uint32_t cols, int accumulate)
+                    const float *x, int x_int8, uint32_t cols, int accumulate)
 {
     qwen35_gpu_model *model = p->model;
     int bad = 0;
     bool done[MAX_PRODUCTS] = {false}, quantized = false;
-    if (p->q8 && !p->gemm) {
+    if (p->q8) {
         for (uint32_t i = 0; i < count && !quantized; i++)
             quantized = qwen_gpu_matmul_q8_supported(ms[i]->type);
-        if (quantized)
+        if (quantized && x_int8 != ALSO_INT8)
             bad |= qwen_gpu_quantize_q8(stream, x, p->n, cols, model->scratch.xq);
         if (quantized && !accumulate)
             bad |= qwen_gpu_products_q8(stream, ms, ys, count, model->scratch.xq, p->n, done);
@@ -165,10 +170,19 @@ static int products(const step *p, void *stream, const qwen_gpu_matrix *const *m
     return bad;
 }
 
-static int product(const step *p, void *stream, const qwen_gpu_matrix *m, const float *x, uint32_t cols, float *y,
-                   int accumulate)
+static int product(const step *p, void *stream, const qwen_gpu_matrix *m, const float *x, int x_int8, uint32_t cols,
+                   float *y, int accumulate)
 {
-    return products(p, stream, &m, &y, 1, x, cols, accumulate);
+    return products(p, stream, &m, &y, 1, x, x_int8, cols, accumulate);
+}
+
+/* y = RMSNorm(x) * weight for n rows of the hidden size; in q8 steps also into scratch.xq. */
+static int norm(const step *p, void *stream, const float *x, const float *weight, uint32_t n, float *y)
+{
+    const qwen35_hparams *hp = &p->model->hp;
+    if (p->q8)
+        return qwen_gpu_rms_norm_q8(stream, x, weight, n, hp->n_embd, hp->rms_eps, y, p->model->scratch.xq);
+    return qwen_gpu_rms_norm(stream, x, weight, n, hp->n_embd, hp->rms_eps, y);
 }
 
 /* x += W_out(gated norm(delta rule(conv(W_qkv h)))) for one Gated DeltaNet block. */
@@ -180,12 +194,12 @@ static int gdn_mixer(const step *p, void *stream, const qwen35_gpu_layer *L)
     const uint32_t n = p->n, rps = n / p->n_seq;
     const qwen_gpu_matrix *in[] = {&L->wqkv, &L->wgate, &L->wbeta, &L->walpha};
     float *const in_out[] = {s->mix, s->z, s->b, s->a};
-    int bad = products(p, stream, in, in_out, 4, s->h, model->hp.n_embd, 0);
+    int bad = products(p, stream, in, in_out, 4, s->h, ALSO_INT8, model->hp.n_embd, 0);
     bad |= qwen35_gpu_conv_silu(stream, d, s->seqs, L->slot, p->n_seq, rps, L->conv, s->mix, s->conv_out);
     bad |= qwen35_gpu_gdn_prepare(stream, d, n, s->conv_out, s->b, s->a, L->dt_bias, L->ssm_a, s->beta, s->g);
     bad |= qwen35_gpu_delta_rule(stream, d, s->seqs, L->slot, p->n_seq, rps, s->conv_out, s->g, s->beta, s->core);
     bad |= qwen35_gpu_gated_norm(stream, d, n, s->core, s->z, L->ssm_norm);
-    bad |= product(p, stream, &L->wout, s->core, model->hp.gdn_inner, s->x, 1);
+    bad |= product(p, stream, &L->wout, s->core, FLOATS, model->hp.gdn_inner, s->x, 1);
     return bad;
 }
 
@@ -198,12 +212,12 @@ static int attention_mixer(const step *p, void *stream, const qwen35_gpu_layer *
     const uint32_t n = p->n;
     const qwen_gpu_matrix *in[] = {&L->wq, &L->wk, &L->wv};
     float *const in_out[] = {s->q_full, s->k, s->v};
-    int bad = products(p, stream, in, in_out, 3, s->h, model->hp.n_embd, 0);
+    int bad = products(p, stream, in, in_out, 3, s->h, ALSO_INT8, model->hp.n_embd, 0);
     bad |= qwen35_gpu_attention_prepare(stream, dims, L->slot, model->hp.n_rot, s->rows, n, s->q_full, s->k, s->v,
                                         L->q_norm, L->k_norm, model->weights.inv_freq, s->q);
     bad |= qwen_gpu_attention(stream, dims, L->slot, s->rows, n, s->q, p->splits, s->partials, s->att, NULL);
     bad |= qwen35_gpu_attention_gate(stream, dims, n, s->q_full, s->att);
-    bad |= product(p, stream, &L->wo, s->att, dims->n_head * dims->head_dim, s->x, 1);
+    bad |= product(p, stream, &L->wo, s->att, FLOATS, dims->n_head * dims->head_dim, s->x, 1);
     return bad;
 }
 
@@ -219,14 +233,17 @@ static gufo_status record(void *userdata, void *stream)
     int bad = qwen_gpu_embed(stream, &w->token_embd, s->rows, n, s->x);
     for (uint32_t il = 0; il < hp->n_layer && !bad; il++) {
         const qwen35_gpu_layer *L = &w->layers[il];
-        bad |= qwen_gpu_rms_norm(stream, s->x, L->attn_norm, n, D, hp->rms_eps, s->h);
+        bad |= norm(p, stream, s->x, L->attn_norm, n, s->h);
         bad |= L->recurrent ? gdn_mixer(p, stream, L) : attention_mixer(p, stream, L);
-        bad |= qwen_gpu_rms_norm(stream, s->x, L->post_norm, n, D, hp->rms_eps, s->h);
+        bad |= norm(p, stream, s->x, L->post_norm, n, s->h);
         const qwen_gpu_matrix *gate_up[] = {&L->ffn_gate, &L->ffn_up};
         float *const gate_up_out[] = {s->gate, s->up};
-        bad |= products(p, stream, gate_up, gate_up_out, 2, s->h, D, 0);
-        bad |= qwen_gpu_swiglu(stream, s->gate, s->up, (size_t)n * hp->n_ff);
-        bad |= product(p, stream, &L->ffn_down, s->gate, hp->n_ff, s->x, 1);
+        bad |= products(p, stream, gate_up, gate_up_out, 2, s->h, ALSO_INT8, D, 0);
+        if (p->q8)
+            bad |= qwen_gpu_swiglu_q8(stream, s->gate, s->up, n, hp->n_ff, s->xq);
+        else
+            bad |= qwen_gpu_swiglu(stream, s->gate, s->up, (size_t)n * hp->n_ff);
+        bad |= product(p, stream, &L->ffn_down, s->gate, ALSO_INT8, hp->n_ff, s->x, 1);
     }
     if (!bad && p->n_out) {
         /* The output matrix is a matrix-vector product even after a BLAS prefill. */
@@ -234,9 +251,8 @@ static gufo_status record(void *userdata, void *stream)
         out.n = p->n_out;
         out.gemm = false;
         out.q8 = model->decode_q8;
-        bad |= qwen_gpu_rms_norm(stream, s->x + (size_t)(n - p->n_out) * D, w->output_norm, p->n_out, D, hp->rms_eps,
-                                 s->normed);
-        bad |= product(&out, stream, &w->output, s->normed, D, s->logits, 0);
+        bad |= norm(&out, stream, s->x + (size_t)(n - p->n_out) * D, w->output_norm, p->n_out, s->normed);
+        bad |= product(&out, stream, &w->output, s->normed, ALSO_INT8, D, s->logits, 0);
         if (p->pick == QWEN_GPU_PICK_ARGMAX)
             bad |= qwen_gpu_argmax(stream, s->logits, p->n_out, hp->n_vocab, s->tokens);
         else if (p->pick == QWEN_GPU_PICK_SAMPLE)
