@@ -57,7 +57,7 @@ if(GUFO_HAVE_CUDA)
     set(qwen_gpu_blas CUDA::cublas)
 endif()
 gufo_extension_library(qwen_gpu
-    SOURCES src/gpu/provider_gpu.c src/gpu/weights_gpu.c src/gpu/forward_gpu.c src/gpu/session_gpu.c src/gpu/outputs_gpu.c
+    SOURCES src/gpu/provider_gpu.c src/gpu/weights_gpu.c src/gpu/forward_gpu.c src/gpu/session_gpu.c src/gpu/step_gpu.c
             src/gpu/products_gpu.c
     CUDA_SOURCES ${qwen_gpu_kernel_sources}
     LINK qwen_cpu m ${qwen_gpu_blas})

@@ -20,10 +20,6 @@ gufo_status qwen_gpu_failed(gufo_error *err, const char *what)
 
 #define ALIGN_BYTES 256u
 
-static size_t aligned(size_t bytes)
-{
-    return (bytes + ALIGN_BYTES - 1) / ALIGN_BYTES * ALIGN_BYTES;
-}
 
 gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint32_t max_out, gufo_error *err)
 {
@@ -58,19 +54,10 @@ gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint
         (void **)&s->partials, (void **)&s->normed, (void **)&s->logits, (void **)&s->rows,
         (void **)&s->sampling, (void **)&s->tokens,   (void **)&s->xq.qs,  (void **)&s->xq.ds,
     };
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        total += aligned(sizes[i]);
-    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_DEVICE, total, ALIGN_BYTES, "scratch", &s->block,
-                                       err);
-    if (st != GUFO_OK)
-        return gufo_error_prefix(err, st, "qwen-gpu scratch for %u rows", max_rows);
-    char *cursor = s->block;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        *slots[i] = cursor;
-        cursor += aligned(sizes[i]);
-    }
-    return GUFO_OK;
+    _Static_assert(sizeof sizes / sizeof sizes[0] == sizeof slots / sizeof slots[0], "one size per buffer");
+    gufo_status st = qwen_gpu_alloc_carved(model->base.memory, GUFO_MEMORY_DEVICE, sizes, slots,
+                                           sizeof sizes / sizeof sizes[0], ALIGN_BYTES, "scratch", &s->block, err);
+    return st == GUFO_OK ? st : gufo_error_prefix(err, st, "qwen-gpu scratch for %u rows", max_rows);
 }
 
 /* The largest matrix of any layer (the output matrix never goes through the
@@ -256,23 +243,14 @@ gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, 
     p.flash = !graph && model->flash_prefill && n >= QWEN_GPU_GEMM_MIN_ROWS;
     if (qwen_gpu_to_device(s->rows, model->rows_host, n * sizeof(qwen_gpu_row), model->stream))
         return qwen_gpu_failed(err, "copying the step's rows");
-    if (p.pick == QWEN_GPU_PICK_SAMPLE &&
-        qwen_gpu_to_device(s->sampling, model->sampling_host, n_out * sizeof(qwen_gpu_sampling), model->stream))
-        return qwen_gpu_failed(err, "copying the sampling settings");
-    gufo_status st;
-    if (graph && model->use_graphs)
-        st = gufo_x_graph_run(model->graphs, (uint64_t)n * 4u + (uint64_t)p.pick, false, model->stream, record, &p,
-                              err);
-    else
-        st = record(&p, model->stream);
-    if (st != GUFO_OK) {
-        (void)qwen_gpu_sync(model->stream);
-        return st;
-    }
-    if (p.pick != QWEN_GPU_PICK_NONE &&
-        qwen_gpu_to_host(model->tokens_host, s->tokens, n_out * sizeof(int32_t), model->stream))
-        return qwen_gpu_failed(err, "copying the chosen tokens");
-    if (qwen_gpu_sync(model->stream))
-        return qwen_gpu_failed(err, "running the step");
-    return GUFO_OK;
+    const qwen_gpu_run run = {.stream = model->stream,
+                              .graphs = graph && model->use_graphs ? model->graphs : NULL,
+                              .graph_key = (uint64_t)n * 4u + (uint64_t)p.pick,
+                              .pick = p.pick,
+                              .n_out = n_out,
+                              .sampling_host = model->sampling_host,
+                              .sampling = s->sampling,
+                              .tokens = s->tokens,
+                              .tokens_host = model->tokens_host};
+    return qwen_gpu_run_step(&run, record, &p, err); /* the callers name the step */
 }

@@ -19,7 +19,7 @@
 #include "../hparams.h"
 #include "../model_base.h"
 #include "gpu_kernels.h"
-#include "outputs_gpu.h"
+#include "step_gpu.h"
 
 #define QWEN_GPU_DEFAULT_MAX_BATCH 32u
 #define QWEN_GPU_MAX_BATCH_LIMIT 256u

@@ -6,7 +6,7 @@
  * written at positions >= the length, and the length moves only after a step
  * fully succeeded, so a failed step — an allocation over the device budget
  * included — leaves the session, and every other session, as it was.
- * Tokens are chosen on the device (outputs_gpu.h says how).
+ * Tokens are chosen on the device (step_gpu.h says how).
  */
 #include <stddef.h>
 #include <string.h>
@@ -149,7 +149,7 @@ uint32_t qwen_gpu_session_length(gufo_model *handle, const gufo_text_session *se
     return session ? const_session_of(session)->kv.length : 0;
 }
 
-/* ---- outputs (outputs_gpu.h) ------------------------------------------------ */
+/* ---- outputs (step_gpu.h) ------------------------------------------------ */
 
 static gufo_status deliver(qwen_gpu_model *model, uint32_t i, const gufo_step_output *output, gufo_error *err)
 {

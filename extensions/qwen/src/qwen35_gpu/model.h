@@ -19,7 +19,7 @@
 #include <gufo/ext/api.h>
 #include <gufo/ext/experimental/graph.h>
 
-#include "../gpu/outputs_gpu.h"
+#include "../gpu/step_gpu.h"
 #include "../model_base.h"
 #include "../qwen35/hparams.h"
 #include "kernels.h"

@@ -83,20 +83,11 @@ static gufo_status staging_init(qwen35_gpu_model *model, gufo_error *err)
         R * sizeof(qwen_gpu_row), R * sizeof(qwen35_gpu_seq), out * sizeof(qwen_gpu_sampling),
         out * sizeof(int32_t), out * model->hp.n_vocab * sizeof(float),
     };
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        total += (sizes[i] + 63) / 64 * 64;
-    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_HOST, total, 64, "scratch", &model->staging, err);
-    if (st != GUFO_OK)
-        return st;
-    char *cursor = model->staging;
     void **slots[] = {(void **)&model->rows_host, (void **)&model->seqs_host, (void **)&model->sampling_host,
                       (void **)&model->tokens_host, (void **)&model->logits_host};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        *slots[i] = cursor;
-        cursor += (sizes[i] + 63) / 64 * 64;
-    }
-    return GUFO_OK;
+    _Static_assert(sizeof sizes / sizeof sizes[0] == sizeof slots / sizeof slots[0], "one size per buffer");
+    return qwen_gpu_alloc_carved(model->base.memory, GUFO_MEMORY_HOST, sizes, slots, sizeof sizes / sizeof sizes[0], 64,
+                                 "scratch", &model->staging, err);
 }
 
 /* The shapes the kernels take, and the counts of each kind of block. */
@@ -214,7 +205,7 @@ static gufo_status qwen35_gpu_get_info(gufo_model *handle, gufo_text_model_info 
         .snapshot_granularity = 1,
         .snapshot_bytes = qwen35_snapshot_size(&model->hp),
         .session_bytes_per_token = qwen35_session_bytes_per_token(&model->hp, false),
-        .samples_on_device = true, /* except with penalties (../gpu/outputs_gpu.h) */
+        .samples_on_device = true, /* except with penalties (../gpu/step_gpu.h) */
     };
     return qwen_model_base_info(&model->base, &costs, info, err);
 }

@@ -1,5 +1,5 @@
-/* outputs_gpu.c — a GPU step's outputs to the core (outputs_gpu.h). */
-#include "outputs_gpu.h"
+/* step_gpu.c — a GPU step around its launches: token choice, graph replay, outputs (step_gpu.h). */
+#include "step_gpu.h"
 
 #include <string.h>
 
@@ -68,5 +68,43 @@ gufo_status qwen_gpu_deliver(const qwen_gpu_outputs *o, uint32_t i, const gufo_s
     }
     if (output->out_token)
         *output->out_token = o->tokens_host[i];
+    return GUFO_OK;
+}
+
+gufo_status qwen_gpu_run_step(const qwen_gpu_run *run, gufo_status (*record)(void *userdata, void *stream),
+                              void *userdata, gufo_error *err)
+{
+    if (run->pick == QWEN_GPU_PICK_SAMPLE &&
+        qwen_gpu_to_device(run->sampling, run->sampling_host, run->n_out * sizeof(qwen_gpu_sampling), run->stream))
+        return failed(err, "copying the sampling settings");
+    gufo_status st = run->graphs ? gufo_x_graph_run(run->graphs, run->graph_key, false, run->stream, record, userdata,
+                                                    err)
+                                 : record(userdata, run->stream);
+    if (st != GUFO_OK) {
+        (void)qwen_gpu_sync(run->stream);
+        return st;
+    }
+    if (run->pick != QWEN_GPU_PICK_NONE &&
+        qwen_gpu_to_host(run->tokens_host, run->tokens, run->n_out * sizeof(int32_t), run->stream))
+        return failed(err, "copying the chosen tokens");
+    if (qwen_gpu_sync(run->stream))
+        return failed(err, "running the step");
+    return GUFO_OK;
+}
+
+gufo_status qwen_gpu_alloc_carved(gufo_memory *memory, gufo_memory_kind kind, const size_t *sizes, void **const *slots,
+                                  size_t n, size_t align, const char *tag, void **block, gufo_error *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += (sizes[i] + align - 1) / align * align;
+    gufo_status st = gufo_memory_alloc(memory, kind, total ? total : 1, align, tag, block, err);
+    if (st != GUFO_OK)
+        return st;
+    char *cursor = *block;
+    for (size_t i = 0; i < n; i++) {
+        *slots[i] = cursor;
+        cursor += (sizes[i] + align - 1) / align * align;
+    }
     return GUFO_OK;
 }
