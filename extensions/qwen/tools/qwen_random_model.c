@@ -23,7 +23,8 @@
  *  - the metadata llama.cpp needs: general.architecture "qwen3", qwen3.* keys,
  *    general.file_type (32 bf16, 7 q8_0, 15 q4_k_m), general.alignment 32,
  *    general.quantization_version 2;
- *  - and Qwen3.8-27B (`--shape 27b`, GGUF arch qwen35, issue 14): its 64
+ *  - and Qwen3.8-27B (`--shape 27b`, GGUF arch qwen35, issue 14; `27b-tiny`
+ *    is its structure at hidden 256, 4 blocks, for tests): its 64
  *    blocks of 3 Gated DeltaNet + 1 gated attention, the MTP block, the
  *    qwen35.* keys and tensor names of llama.cpp's converter
  *    (extensions/qwen/src/qwen35/weights.h), vocabulary rows 248320 (the
@@ -91,6 +92,10 @@ static const model_shape shapes[] = {
      * gated attention), attention 24/4 heads of 256 with RoPE over 64 dims, Gated DeltaNet
      * 16 key / 48 value heads of 128, conv kernel 4, one MTP block. */
     {"27b", 5120, 64, 24, 4, 256, 17408, 248320, 262144, false, {4, 16, 48, 128, 4, 64, 1}},
+    /* Not a published model: the 27B's structure (3 Gated DeltaNet + 1 gated attention,
+     * MTP block, a quarter of each head turned) at the smallest size whose matrices are all
+     * whole Q4_K blocks, for tests. */
+    {"27b-tiny", 256, 4, 4, 2, 64, 512, 151936, 4096, false, {4, 2, 4, 64, 4, 16, 1}},
 };
 
 typedef enum weight_kind { KIND_BF16, KIND_Q8_0, KIND_Q4_K_M } weight_kind;
@@ -824,12 +829,13 @@ static void print_plan(const options *o, const plan *p)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qwen_random_model --shape 0.6b|1.7b|4b|8b|tiny|27b --type bf16|q8_0|q4_k_m\n"
+            "usage: qwen_random_model --shape 0.6b|1.7b|4b|8b|tiny|27b|27b-tiny --type bf16|q8_0|q4_k_m\n"
             "                         --vocab QWEN3_VOCAB.gguf --out FILE.gguf\n"
             "                         [--context N] [--layers N] [--threads N] [--seed N] [--plan]\n"
             "Writes a Qwen3 GGUF of the named shape with random weights (speed does not depend on\n"
             "values) and the real vocabulary of QWEN3_VOCAB.gguf (what qwen_vocab writes); 27b is\n"
-            "Qwen3.8-27B (GGUF arch qwen35), whose --layers must be a multiple of 4.\n"
+            "Qwen3.8-27B (GGUF arch qwen35; 27b-tiny its structure at test size), whose --layers\n"
+            "must be a multiple of 4.\n"
             "--plan prints the tensors and sizes and writes nothing (--vocab and --out not needed).\n");
 }
 
@@ -899,7 +905,7 @@ int main(int argc, char **argv)
     if (!o.shape || !o.file_type || (!o.plan_only && (!o.vocab_path || !o.out_path))) {
         usage(stderr);
         if (!o.shape)
-            return fail("--shape must be one of 0.6b, 1.7b, 4b, 8b, tiny, 27b") + 1;
+            return fail("--shape must be one of 0.6b, 1.7b, 4b, 8b, tiny, 27b, 27b-tiny") + 1;
         if (!o.file_type)
             return fail("--type must be one of bf16, q8_0, q4_k_m") + 1;
         return fail("--vocab and --out are required") + 1;

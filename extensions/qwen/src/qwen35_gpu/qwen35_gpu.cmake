@@ -14,13 +14,15 @@ gufo_extension_library(qwen_qwen35_gpu
     LINK qwen_gpu qwen_qwen35_cpu qwen_cpu m)
 
 # qwen35-gpu against qwen35-cpu through the public interface on the tiny random
-# models (F32, BF16, Q8_0): greedy tokens, logits, batch == solo, snapshot/restore,
-# prefill then decode == decode only. Without a GPU: the probe must decline saying
-# so, then skip (77).
+# models (F32, BF16, Q8_0) and the 27B structure at test size (Q4_K_M, with the Qwen3
+# vocabulary when qwen_vocab wrote it): greedy tokens, logits, batch == solo,
+# snapshot/restore, prefill then decode == decode only. Without a GPU: the probe must
+# decline saying so, then skip (77).
 if(TARGET qwen_qwen35_random_model)
     gufo_extension_test(qwen_qwen35_gpu_tests SOURCES tests/qwen35/test_gpu.c
         LINK qwen_qwen35_gpu qwen_qwen35_cpu qwen_gpu qwen_cpu m
-        ARGS "$<TARGET_FILE:qwen_qwen35_random_model>" "${GUFO_EXTENSION_BINARY_DIR}/qwen35")
+        ARGS "$<TARGET_FILE:qwen_qwen35_random_model>" "${GUFO_EXTENSION_BINARY_DIR}/qwen35"
+             "$<TARGET_FILE:qwen_random_model>" "${qwen_vocab_gguf}")
 endif()
 
 # The kernels compiled for AMD as well, so the HIP path cannot rot (compile only).

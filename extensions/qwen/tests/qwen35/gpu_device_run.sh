@@ -25,7 +25,8 @@ head -2 "$OUT/smi.txt"
 grep -E "qwen35-(gpu|cpu)" "$OUT/diagnose.txt" | head -4
 
 echo "== qwen_qwen35_gpu_tests"
-timeout 240 "$BIN/qwen_qwen35_gpu_tests" "$BIN/qwen_qwen35_random_model" "$W/tiny" > "$OUT/qwen35_gpu_tests.log" 2>&1
+timeout 240 "$BIN/qwen_qwen35_gpu_tests" "$BIN/qwen_qwen35_random_model" "$W/tiny" "$BIN/qwen_random_model" \
+    "$S/qwen3-vocab.gguf" > "$OUT/qwen35_gpu_tests.log" 2>&1
 echo "rc=$? after $((SECONDS - START)) s" >> "$OUT/qwen35_gpu_tests.log"
 grep -E "^(device|qwen35-gpu-vs-cpu|SKIP)|failed|expected|rc=" "$OUT/qwen35_gpu_tests.log" | head -60
 

@@ -1,10 +1,14 @@
 /* test_gpu.c — qwen35-gpu against qwen35-cpu on the tiny random qwen35 models.
  *
- *   qwen_qwen35_gpu_tests RANDOM_MODEL_TOOL SCRATCH_DIR
+ *   qwen_qwen35_gpu_tests RANDOM_MODEL_TOOL SCRATCH_DIR [QWEN_RANDOM_MODEL QWEN3_VOCAB.gguf]
  *
  * Writes the tiny Qwen3.8-shaped model (qwen_qwen35_random_model: 3 Gated
- * DeltaNet + 1 gated attention block, MTP block) in F32, BF16 and Q8_0, and
- * drives both providers only through their public interface, as the core does.
+ * DeltaNet + 1 gated attention block, MTP block) in F32, BF16 and Q8_0 and,
+ * given qwen_random_model and the Qwen3 vocabulary, the 27B's structure at
+ * test size in Q4_K_M (`--shape 27b-tiny`: hidden 256, heads of 64, so the
+ * K-quant kernels, a delta rule split over two blocks per value head and the
+ * 151936-row vocabulary run too), and drives both providers only through
+ * their public interface, as the core does.
  *
  * Anywhere (no GPU needed): qwen35-gpu's probe declines a Q4_0 file naming the
  * tensor type (metadata only, before any device fact), and an option value it
@@ -229,7 +233,7 @@ static double against_cpu(const char *label, const char *path, const loaded *c, 
             break;
         same++;
     }
-    printf("qwen35-gpu-vs-cpu: %-5s logits max|d| %.2e (bound %.2e, scale %.1f), KL mean %.2e max %.2e, "
+    printf("qwen35-gpu-vs-cpu: %-15s logits max|d| %.2e (bound %.2e, scale %.1f), KL mean %.2e max %.2e, "
            "top-1 %d/%d, greedy %d/%d identical%s\n",
            label, diff, bound, scale, kl_sum / positions, kl_max, top1, positions, same, GEN_STEPS,
            tie ? " (then a top-2 tie within the bound)" : "");
@@ -250,7 +254,7 @@ static double against_cpu(const char *label, const char *path, const loaded *c, 
             ftop1 += gufo_argmax(rc + (size_t)i * V, V) == gufo_argmax(rf + (size_t)i * V, V);
         }
         const double fdiff = max_abs_diff(rc, rf, count);
-        printf("qwen35-gpu-vs-cpu: %-5s defaults: logits max|d| %.2e (%.1e of scale), KL mean %.2e, top-1 %d/%d\n",
+        printf("qwen35-gpu-vs-cpu: %-15s defaults: logits max|d| %.2e (%.1e of scale), KL mean %.2e, top-1 %d/%d\n",
                label, fdiff, fdiff / scale, fkl / positions, ftop1, positions);
         GUFO_CHECK(fkl / positions <= DEFAULT_KL_MEAN_BOUND);
         GUFO_CHECK(fdiff <= DEFAULT_MAX_ABS_BOUND * scale);
@@ -295,7 +299,7 @@ static void batch_equals_solo(const char *label, const loaded *g, double bound)
     const size_t count = (size_t)N * STEPS * V;
     const double diff = max_abs_diff(solo_logits, batch_logits, count);
     const bool bits = memcmp(solo_logits, batch_logits, count * sizeof(float)) == 0;
-    printf("qwen35-gpu-vs-cpu: %-5s batch of %d == solo: tokens %s, logits max|d| %.2e%s\n", label, N,
+    printf("qwen35-gpu-vs-cpu: %-15s batch of %d == solo: tokens %s, logits max|d| %.2e%s\n", label, N,
            memcmp(solo, batch, sizeof solo) == 0 ? "equal" : "DIFFER", diff, bits ? " (bits equal)" : "");
     GUFO_CHECK(memcmp(solo, batch, sizeof solo) == 0);
     GUFO_CHECK(diff <= 0.1 * bound);
@@ -347,7 +351,7 @@ static void snapshot_restore(const char *label, const loaded *g)
     const size_t bytes = (size_t)STEPS * V * sizeof(float);
     const bool same = memcmp(l1, l2, bytes) == 0 && memcmp(first, again, sizeof first) == 0;
     const bool moved = memcmp(l1, l3, bytes) == 0 && memcmp(first, other, sizeof first) == 0;
-    printf("qwen35-gpu-vs-cpu: %-5s snapshot/restore: same session %s, another session %s\n", label,
+    printf("qwen35-gpu-vs-cpu: %-15s snapshot/restore: same session %s, another session %s\n", label,
            same ? "equal" : "DIFFER", moved ? "equal" : "DIFFER");
     GUFO_CHECK(same);
     GUFO_CHECK(moved);
@@ -374,7 +378,7 @@ static void prefill_equals_decode(const char *label, const loaded *g, double bou
     for (int i = 1; i <= N; i++)
         decode(g, &t, &ids[i], 1, i == N ? b : NULL, &next_b);
     const double diff = max_abs_diff(a, b, (size_t)V);
-    printf("qwen35-gpu-vs-cpu: %-5s prefill %d + decode vs %d decodes: logits max|d| %.2e, next %s\n", label, N, N + 1,
+    printf("qwen35-gpu-vs-cpu: %-15s prefill %d + decode vs %d decodes: logits max|d| %.2e, next %s\n", label, N, N + 1,
            diff, next_a == next_b ? "equal" : "DIFFER");
     GUFO_CHECK(diff <= bound);
     GUFO_CHECK_EQ_INT(next_a, next_b);
@@ -398,7 +402,7 @@ static void graphs_off(const char *label, const char *path, const loaded *g)
         generate(&plain, prompt, GEN_PROMPT, 24, without, lo);
         const bool same = memcmp(with, without, sizeof with) == 0 &&
                           memcmp(lw, lo, (size_t)24 * V * sizeof(float)) == 0;
-        printf("qwen35-gpu-vs-cpu: %-5s graphs off == on: %s\n", label, same ? "equal" : "DIFFER");
+        printf("qwen35-gpu-vs-cpu: %-15s graphs off == on: %s\n", label, same ? "equal" : "DIFFER");
         GUFO_CHECK(same);
     }
     unload(&plain);
@@ -460,8 +464,8 @@ static bool write_model(const char *tool, const char *dir, const char *type, cha
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s RANDOM_MODEL_TOOL SCRATCH_DIR\n", argv[0]);
+    if (argc != 3 && argc != 5) {
+        fprintf(stderr, "usage: %s RANDOM_MODEL_TOOL SCRATCH_DIR [QWEN_RANDOM_MODEL QWEN3_VOCAB.gguf]\n", argv[0]);
         return 2;
     }
     cpu.struct_size = gpu.struct_size = sizeof(gufo_provider);
@@ -502,6 +506,19 @@ int main(int argc, char **argv)
            (double)device.total_bytes / (1024.0 * 1024.0 * 1024.0));
     for (size_t i = 0; i < 3; i++)
         compare_model(types[i], paths[i]);
+    FILE *vocab = argc == 5 ? fopen(argv[4], "rb") : NULL;
+    if (vocab) {
+        fclose(vocab);
+        char path[1024], command[4096];
+        snprintf(path, sizeof path, "%s/gpu-27b-tiny-q4_k_m.gguf", argv[2]);
+        snprintf(command, sizeof command, "'%s' --shape 27b-tiny --type q4_k_m --vocab '%s' --out '%s' --seed 5",
+                 argv[3], argv[4], path);
+        GUFO_CHECK_EQ_INT(system(command), 0);
+        compare_model("27b-tiny-q4_k_m", path);
+        remove(path);
+    } else {
+        printf("qwen35-gpu-vs-cpu: 27b-tiny not run: no Qwen3 vocabulary file given (qwen_vocab writes it)\n");
+    }
     gufo_options_destroy(exact);
     return GUFO_CHECK_DONE();
 }
