@@ -57,7 +57,8 @@ if(GUFO_HAVE_CUDA)
     set(qwen_gpu_blas CUDA::cublas)
 endif()
 gufo_extension_library(qwen_gpu
-    SOURCES src/gpu/provider_gpu.c src/gpu/weights_gpu.c src/gpu/forward_gpu.c src/gpu/session_gpu.c
+    SOURCES src/gpu/provider_gpu.c src/gpu/weights_gpu.c src/gpu/forward_gpu.c src/gpu/session_gpu.c src/gpu/step_gpu.c
+            src/gpu/products_gpu.c
     CUDA_SOURCES ${qwen_gpu_kernel_sources}
     LINK qwen_cpu m ${qwen_gpu_blas})
 
@@ -171,8 +172,9 @@ elseif(BUILD_TESTING)
     set_tests_properties(qwen.qwen_gpu_kernels_hipcc PROPERTIES LABELS "extension;extension:qwen;gpu-compile"
                          SKIP_REGULAR_EXPRESSION "SKIP:")
 endif()
-# qwen_random_model's tiny shape in bf16/q8_0/q4_k_m: metadata, recipe, values, loads and runs.
-gufo_extension_test(qwen_random_model_tests SOURCES tests/test_random_model.c LINK qwen_cpu m
+# qwen_random_model's tiny shape in bf16/q8_0/q4_k_m, and the 27B structure at test size
+# (27b-tiny, qwen35): metadata, recipe, values, loads and runs.
+gufo_extension_test(qwen_random_model_tests SOURCES tests/test_random_model.c LINK qwen_qwen35_cpu qwen_cpu m
     ARGS "$<TARGET_FILE:qwen_random_model>" "${qwen_vocab_gguf}" "${GUFO_EXTENSION_BINARY_DIR}")
 # benchmarks/qwen/compare.py --self-test: its GGUF reading, arithmetic and tables on tiny models
 # from qwen_random_model; with -DGUFO_LLAMA_CPP_BIN=<a llama.cpp build's bin directory> also a
@@ -192,3 +194,5 @@ endif()
 
 # -- Qwen3.8 (GGUF arch qwen35): its own sources, tools and tests (src/qwen35/qwen35.cmake)
 include("${GUFO_EXTENSION_DIR}/src/qwen35/qwen35.cmake" OPTIONAL)
+# -- its GPU provider qwen35-gpu (src/qwen35_gpu/qwen35_gpu.cmake)
+include("${GUFO_EXTENSION_DIR}/src/qwen35_gpu/qwen35_gpu.cmake" OPTIONAL)

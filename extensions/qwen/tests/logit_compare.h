@@ -1,6 +1,7 @@
 /* logit_compare.h — how the qwen tests compare two providers' (or two
  * kernels') outputs: largest magnitude, largest difference and KL divergence
- * of logit rows. Header-only, for test programs. */
+ * of logit rows, the top-2 margin, and the fixed token sequences both sides
+ * are fed. Header-only, for test programs. */
 #ifndef QWEN_TESTS_LOGIT_COMPARE_H
 #define QWEN_TESTS_LOGIT_COMPARE_H
 
@@ -47,6 +48,31 @@ static inline double kl_divergence(const float *p, const float *q, int32_t n)
         total += exp(lp) * (lp - lq);
     }
     return total;
+}
+
+/* Gap between the largest and the second-largest logit of a row (how firmly a greedy step is decided). */
+static inline double top2_margin(const float *v, int32_t n)
+{
+    double a = -INFINITY, b = -INFINITY;
+    for (int32_t i = 0; i < n; i++) {
+        if (v[i] > a) {
+            b = a;
+            a = v[i];
+        } else if (v[i] > b) {
+            b = v[i];
+        }
+    }
+    return a - b;
+}
+
+/* n token ids below n_vocab from a fixed LCG seed: the same inputs for both providers. */
+static inline void fixed_tokens(int32_t *ids, size_t n, int32_t n_vocab, uint32_t seed)
+{
+    uint32_t x = seed;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        ids[i] = (int32_t)((x >> 8) % (uint32_t)n_vocab);
+    }
 }
 
 #endif /* QWEN_TESTS_LOGIT_COMPARE_H */

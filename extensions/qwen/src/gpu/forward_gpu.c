@@ -20,10 +20,6 @@ gufo_status qwen_gpu_failed(gufo_error *err, const char *what)
 
 #define ALIGN_BYTES 256u
 
-static size_t aligned(size_t bytes)
-{
-    return (bytes + ALIGN_BYTES - 1) / ALIGN_BYTES * ALIGN_BYTES;
-}
 
 gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint32_t max_out, gufo_error *err)
 {
@@ -58,19 +54,10 @@ gufo_status qwen_gpu_scratch_init(qwen_gpu_model *model, uint32_t max_rows, uint
         (void **)&s->partials, (void **)&s->normed, (void **)&s->logits, (void **)&s->rows,
         (void **)&s->sampling, (void **)&s->tokens,   (void **)&s->xq.qs,  (void **)&s->xq.ds,
     };
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        total += aligned(sizes[i]);
-    gufo_status st = gufo_memory_alloc(model->base.memory, GUFO_MEMORY_DEVICE, total, ALIGN_BYTES, "scratch", &s->block,
-                                       err);
-    if (st != GUFO_OK)
-        return gufo_error_prefix(err, st, "qwen-gpu scratch for %u rows", max_rows);
-    char *cursor = s->block;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        *slots[i] = cursor;
-        cursor += aligned(sizes[i]);
-    }
-    return GUFO_OK;
+    _Static_assert(sizeof sizes / sizeof sizes[0] == sizeof slots / sizeof slots[0], "one size per buffer");
+    gufo_status st = qwen_gpu_alloc_carved(model->base.memory, GUFO_MEMORY_DEVICE, sizes, slots,
+                                           sizeof sizes / sizeof sizes[0], ALIGN_BYTES, "scratch", &s->block, err);
+    return st == GUFO_OK ? st : gufo_error_prefix(err, st, "qwen-gpu scratch for %u rows", max_rows);
 }
 
 /* The largest matrix of any layer (the output matrix never goes through the
@@ -155,26 +142,11 @@ static int product(const step *p, void *stream, const qwen_gpu_matrix *m, const 
 static int products(const step *p, void *stream, const qwen_gpu_matrix *const *ms, float *const *ys, uint32_t count,
                     const float *x)
 {
-    int bad = 0;
     bool done[QWEN_GPU_MAX_FUSED] = {false};
-    for (uint32_t i = 0; i < count; i++) {
-        if (done[i])
-            continue;
-        if (!p->q8 || !qwen_gpu_matmul_q8_supported(ms[i]->type)) {
+    int bad = p->q8 ? qwen_gpu_products_q8(stream, ms, ys, count, p->model->scratch.xq, p->n, done) : 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (!done[i])
             bad |= product(p, stream, ms[i], x, ys[i], 0);
-            continue;
-        }
-        const qwen_gpu_matrix *group[QWEN_GPU_MAX_FUSED];
-        float *group_y[QWEN_GPU_MAX_FUSED];
-        uint32_t g = 0;
-        for (uint32_t j = i; j < count; j++)
-            if (!done[j] && ms[j]->type == ms[i]->type && ms[j]->cols == ms[i]->cols) {
-                group[g] = ms[j];
-                group_y[g++] = ys[j];
-                done[j] = true;
-            }
-        bad |= qwen_gpu_matmul_q8_fused(stream, group, group_y, g, p->model->scratch.xq, p->n);
-    }
     return bad;
 }
 
@@ -241,14 +213,14 @@ static gufo_status record(void *userdata, void *stream)
     return bad ? qwen_gpu_failed(p->err, "launching the step's kernels") : GUFO_OK;
 }
 
-static uint32_t prefill_splits(const qwen_gpu_model *model, uint32_t n)
+uint32_t qwen_gpu_prefill_splits(const qwen_gpu_row *rows, uint32_t n, uint32_t max_row_splits)
 {
     uint32_t longest = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (model->rows_host[i].pos + 1 > longest)
-            longest = model->rows_host[i].pos + 1;
+        if (rows[i].pos + 1 > longest)
+            longest = rows[i].pos + 1;
     uint32_t splits = (longest + QWEN_GPU_PREFILL_SPLIT_SPAN - 1) / QWEN_GPU_PREFILL_SPLIT_SPAN;
-    uint32_t cap = model->scratch.max_row_splits / n;
+    uint32_t cap = max_row_splits / n;
     if (cap > QWEN_GPU_MAX_SPLITS)
         cap = QWEN_GPU_MAX_SPLITS;
     if (splits > cap)
@@ -264,30 +236,21 @@ gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, 
         return gufo_error_set(err, GUFO_E_INTERNAL, "qwen-gpu forward: %u rows / %u outputs exceed the scratch (%u / %u)",
                               n, n_out, s->max_rows, s->max_out);
     step p = {.model = model, .n = n, .n_out = n_out, .pick = n_out ? pick : QWEN_GPU_PICK_NONE, .err = err};
-    p.splits = graph ? QWEN_GPU_DECODE_SPLITS : prefill_splits(model, n);
+    p.splits = graph ? QWEN_GPU_DECODE_SPLITS : qwen_gpu_prefill_splits(model->rows_host, n, s->max_row_splits);
     p.gemm = !graph && model->blas && n >= QWEN_GPU_GEMM_MIN_ROWS;
     p.q8 = !p.gemm && model->decode_q8;
     /* Prefill rows are one history's consecutive positions (qwen_gpu_prefill). */
     p.flash = !graph && model->flash_prefill && n >= QWEN_GPU_GEMM_MIN_ROWS;
     if (qwen_gpu_to_device(s->rows, model->rows_host, n * sizeof(qwen_gpu_row), model->stream))
         return qwen_gpu_failed(err, "copying the step's rows");
-    if (p.pick == QWEN_GPU_PICK_SAMPLE &&
-        qwen_gpu_to_device(s->sampling, model->sampling_host, n_out * sizeof(qwen_gpu_sampling), model->stream))
-        return qwen_gpu_failed(err, "copying the sampling settings");
-    gufo_status st;
-    if (graph && model->use_graphs)
-        st = gufo_x_graph_run(model->graphs, (uint64_t)n * 4u + (uint64_t)p.pick, false, model->stream, record, &p,
-                              err);
-    else
-        st = record(&p, model->stream);
-    if (st != GUFO_OK) {
-        (void)qwen_gpu_sync(model->stream);
-        return st;
-    }
-    if (p.pick != QWEN_GPU_PICK_NONE &&
-        qwen_gpu_to_host(model->tokens_host, s->tokens, n_out * sizeof(int32_t), model->stream))
-        return qwen_gpu_failed(err, "copying the chosen tokens");
-    if (qwen_gpu_sync(model->stream))
-        return qwen_gpu_failed(err, "running the step");
-    return GUFO_OK;
+    const qwen_gpu_run run = {.stream = model->stream,
+                              .graphs = graph && model->use_graphs ? model->graphs : NULL,
+                              .graph_key = (uint64_t)n * 4u + (uint64_t)p.pick,
+                              .pick = p.pick,
+                              .n_out = n_out,
+                              .sampling_host = model->sampling_host,
+                              .sampling = s->sampling,
+                              .tokens = s->tokens,
+                              .tokens_host = model->tokens_host};
+    return qwen_gpu_run_step(&run, record, &p, err); /* the callers name the step */
 }

@@ -15,6 +15,7 @@
 #ifndef QWEN_GPU_KERNELS_H
 #define QWEN_GPU_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -132,6 +133,16 @@ int qwen_gpu_matmul_q8(void *stream, const qwen_gpu_matrix *m, qwen_gpu_q8 x, ui
  */
 int qwen_gpu_matmul_q8_fused(void *stream, const qwen_gpu_matrix *const *m, float *const *y, uint32_t count,
                              qwen_gpu_q8 x, uint32_t n);
+
+/**
+ * ys[i] = ms[i] x for the products of one int8 input that qwen_gpu_matmul_q8()
+ * takes and done[i] does not mark, fused into launches of up to
+ * QWEN_GPU_MAX_FUSED matrices of one type and width (Q4_K_M mixes Q4_K and
+ * Q6_K within a layer); marks each product it launched in done[] and leaves
+ * the others (other types) to the caller (products_gpu.c).
+ */
+int qwen_gpu_products_q8(void *stream, const qwen_gpu_matrix *const *ms, float *const *ys, uint32_t count,
+                         qwen_gpu_q8 x, uint32_t n, bool *done);
 
 /** out (rows x cols, row-major float32) = the decoded matrix (gpu_gemm.cu). */
 int qwen_gpu_dequantize(void *stream, const qwen_gpu_matrix *m, float *out);

@@ -19,6 +19,7 @@
 #include "../hparams.h"
 #include "../model_base.h"
 #include "gpu_kernels.h"
+#include "step_gpu.h"
 
 #define QWEN_GPU_DEFAULT_MAX_BATCH 32u
 #define QWEN_GPU_MAX_BATCH_LIMIT 256u
@@ -88,6 +89,7 @@ typedef struct qwen_gpu_model {
     qwen_gpu_sampling *sampling_host;
     int32_t *tokens_host;
     float *logits_host;          /* max_out x n_vocab, for host-side sampling */
+    qwen_gpu_outputs outputs;    /* where a step's outputs are (set at load) */
 } qwen_gpu_model;
 _Static_assert(offsetof(qwen_gpu_model, base) == 0, "a qwen-gpu handle is a qwen_model_base");
 
@@ -101,11 +103,44 @@ static inline gufo_model *qwen_gpu_to_handle(qwen_gpu_model *model)
     return (gufo_model *)(void *)model;
 }
 
+/* ---- provider_gpu.c: what every qwen GPU provider's probe and create share ---- */
+
+/**
+ * Whether the device the host found at start-up can run these kernels (a
+ * usable GPU of the backend they were built for), from the host's facts
+ * alone: a probe must never query the device. False with the reason.
+ */
+bool qwen_gpu_device_usable(const gufo_device_facts *facts, char *why, size_t why_cap);
+
+/**
+ * The end of a qwen GPU provider's probe, once the file's metadata passed:
+ * accepts when the device facts the host attached to `artifact` say
+ * qwen_gpu_device_usable(), else declines with the reason.
+ */
+gufo_status qwen_gpu_probe_device(const gufo_artifact *artifact, gufo_probe_result *result);
+
+/** The provider's usable() slot: qwen_gpu_device_usable() on the host's start-up facts. */
+gufo_status qwen_gpu_usable(void *userdata, const gufo_device_facts *device, gufo_probe_result *result);
+
+/**
+ * Option `name` of the manifest (`fallback`, its default, unless the host
+ * set it), one of two values: *first is whether it is `first_value`.
+ * GUFO_E_INVALID_ARGUMENT naming both for anything else.
+ */
+gufo_status qwen_gpu_read_choice(const gufo_model_params *params, const char *name, const char *fallback,
+                                 const char *first_value, const char *second_value, bool *first, gufo_error *err);
+
 /* ---- weights_gpu.c ---- */
 
 /** True when every matrix of `gguf` has a type the kernels decode and the
  * head fits them; otherwise false with the reason in `why`. */
 bool qwen_gpu_supports(const gufo_gguf *gguf, const qwen_hparams *hp, char *why, size_t why_cap);
+
+/** True when every matrix (tensor of 2+ dims) of `gguf` has a type the
+ * kernels decode (F32, F16, BF16, Q8_0, Q4_K, Q6_K); otherwise false with
+ * "tensor X has type T, which <provider> cannot run ..." in `why`. Shared by
+ * the qwen-gpu and qwen35-gpu probes. */
+bool qwen_gpu_matrix_types_supported(const gufo_gguf *gguf, const char *provider, char *why, size_t why_cap);
 
 /** Uploads every tensor to device memory from `memory`; on failure nothing is held. */
 gufo_status qwen_gpu_weights_load(const gufo_gguf *gguf, const qwen_hparams *hp, gufo_memory *memory,
@@ -120,13 +155,6 @@ gufo_status qwen_gpu_blas_init(qwen_gpu_model *model, gufo_error *err);
 /** Frees the scratch and the BLAS parts. */
 void qwen_gpu_scratch_release(qwen_gpu_model *model);
 
-/** How a step picks its tokens. */
-typedef enum qwen_gpu_pick {
-    QWEN_GPU_PICK_NONE,    /* logits only */
-    QWEN_GPU_PICK_ARGMAX,
-    QWEN_GPU_PICK_SAMPLE   /* model->sampling_host filled for each output row */
-} qwen_gpu_pick;
-
 /**
  * Runs `n` rows (model->rows_host[0..n)) through every layer; the last `n_out`
  * rows produce logits (scratch.logits) and, per `pick`, tokens
@@ -135,6 +163,14 @@ typedef enum qwen_gpu_pick {
  */
 gufo_status qwen_gpu_forward(qwen_gpu_model *model, uint32_t n, uint32_t n_out, qwen_gpu_pick pick, bool graph,
                              gufo_error *err);
+
+/**
+ * Attention parts per (row, head) for a prefill chunk whose rows (host copy)
+ * reach the positions they hold: one per QWEN_GPU_PREFILL_SPLIT_SPAN positions
+ * of the longest, at most QWEN_GPU_MAX_SPLITS and what `max_row_splits` of
+ * partials scratch holds for n rows.
+ */
+uint32_t qwen_gpu_prefill_splits(const qwen_gpu_row *rows, uint32_t n, uint32_t max_row_splits);
 
 /** Turns the last GPU failure into a gufo_error naming `what`. */
 gufo_status qwen_gpu_failed(gufo_error *err, const char *what);

@@ -36,7 +36,7 @@ static const qwen_model_kind qwen_gpu_kind = {
 /* Whether the device the host found can run these kernels, from the facts it
  * queried at start-up. Nothing here queries the device: the first query of
  * a process starts the driver, which a probe must never do. */
-static bool device_usable(const gufo_device_facts *facts, char *why, size_t why_cap)
+bool qwen_gpu_device_usable(const gufo_device_facts *facts, char *why, size_t why_cap)
 {
     char reason[GUFO_PROBE_REASON_MAX];
     if (!gufo_device_facts_usable(facts, reason, sizeof reason)) {
@@ -52,13 +52,13 @@ static bool device_usable(const gufo_device_facts *facts, char *why, size_t why_
 }
 
 /* The registry asks this once, with the host's start-up facts ("usable here"). */
-static gufo_status qwen_gpu_usable(void *userdata, const gufo_device_facts *device, gufo_probe_result *result)
+gufo_status qwen_gpu_usable(void *userdata, const gufo_device_facts *device, gufo_probe_result *result)
 {
     (void)userdata;
     if (!result)
         return GUFO_E_INVALID_ARGUMENT;
     char why[GUFO_PROBE_REASON_MAX];
-    if (!device_usable(device, why, sizeof why))
+    if (!qwen_gpu_device_usable(device, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
     result->accept = true;
     return GUFO_OK;
@@ -75,12 +75,18 @@ static gufo_status qwen_gpu_probe(void *userdata, const gufo_artifact *artifact,
         return gufo_probe_decline(result, "%s", why);
     if (!qwen_gpu_supports(gufo_artifact_gguf(artifact), &hp, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
+    return qwen_gpu_probe_device(artifact, result);
+}
+
+gufo_status qwen_gpu_probe_device(const gufo_artifact *artifact, gufo_probe_result *result)
+{
     /* The GPU as the host found it at start-up, attached to the artifact. */
+    char why[GUFO_PROBE_REASON_MAX];
     gufo_device_facts facts = {.struct_size = sizeof facts};
     gufo_error err = {0};
     if (gufo_artifact_device_facts(artifact, &facts, &err) != GUFO_OK)
         return gufo_probe_decline(result, "%s", err.message);
-    if (!device_usable(&facts, why, sizeof why))
+    if (!qwen_gpu_device_usable(&facts, why, sizeof why))
         return gufo_probe_decline(result, "%s", why);
     result->accept = true;
     return GUFO_OK;
@@ -124,8 +130,8 @@ static gufo_status staging_init(qwen_gpu_model *model, gufo_error *err)
 
 /* Option `name` of the manifest (`fallback`, its default, unless the host set
  * it), one of two values: *first is whether it is `first_value`. */
-static gufo_status read_choice(const gufo_model_params *params, const char *name, const char *fallback,
-                               const char *first_value, const char *second_value, bool *first, gufo_error *err)
+gufo_status qwen_gpu_read_choice(const gufo_model_params *params, const char *name, const char *fallback,
+                                 const char *first_value, const char *second_value, bool *first, gufo_error *err)
 {
     const char *value = fallback;
     if (params->options)
@@ -165,13 +171,13 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
                                   .n_vocab = hp->n_vocab,
                                   .n_layer = hp->n_layer,
                                   .rms_eps = hp->rms_eps};
-    st = read_choice(params, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME,
+    st = qwen_gpu_read_choice(params, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_NAME,
                      GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_PREFILL_DEFAULT, "bf16", "fp32", &model->prefill_bf16, err);
     if (st != GUFO_OK)
         goto fail;
     model->flash_prefill = model->prefill_bf16 && qwen_gpu_attention_prefill_supported(&model->dims);
     bool decode_q8 = false;
-    st = read_choice(params, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_NAME,
+    st = qwen_gpu_read_choice(params, GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_NAME,
                      GUFO_MANIFEST_QWEN_OPTION_QWEN_GPU_DECODE_DEFAULT, "q8", "fp32", &decode_q8, err);
     if (st != GUFO_OK)
         goto fail;
@@ -202,6 +208,9 @@ static gufo_status qwen_gpu_create(void *userdata, const gufo_model_params *para
         goto fail;
     if ((st = staging_init(model, err)) != GUFO_OK)
         goto fail;
+    model->outputs = (qwen_gpu_outputs){.stream = model->stream, .memory = model->base.memory,
+                                        .n_vocab = hp->n_vocab, .logits = model->scratch.logits,
+                                        .logits_host = model->logits_host, .tokens_host = model->tokens_host};
     if ((st = qwen_gpu_blas_init(model, err)) != GUFO_OK)
         goto fail;
     if (gufo_x_graph_cache_create(&model->graphs) != GUFO_OK) {

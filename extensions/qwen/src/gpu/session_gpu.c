@@ -6,13 +6,7 @@
  * written at positions >= the length, and the length moves only after a step
  * fully succeeded, so a failed step — an allocation over the device budget
  * included — leaves the session, and every other session, as it was.
- *
- * Choosing the next token: greedy requests (and those without a sampler) are
- * an argmax on the device; temperature/top-k/top-p/min-p requests are drawn on
- * the device (gpu_sample.cu: seeded by the request's seed and the position, so
- * equal seeds reproduce, but the stream differs from the CPU sampler's);
- * requests with repetition/presence/frequency penalties copy their logits to
- * the host and use the host's sampler, which owns the penalty window.
+ * Tokens are chosen on the device (step_gpu.h says how).
  */
 #include <stddef.h>
 #include <string.h>
@@ -155,73 +149,12 @@ uint32_t qwen_gpu_session_length(gufo_model *handle, const gufo_text_session *se
     return session ? const_session_of(session)->kv.length : 0;
 }
 
-/* ---- outputs ------------------------------------------------------------- */
+/* ---- outputs (step_gpu.h) ------------------------------------------------ */
 
-typedef enum pick_kind { PICK_NOTHING, PICK_ARGMAX, PICK_SAMPLE, PICK_HOST } pick_kind;
-
-static pick_kind pick_for(const gufo_step_output *output)
-{
-    if (!output || !output->out_token)
-        return PICK_NOTHING;
-    if (!output->sampler)
-        return PICK_ARGMAX;
-    const gufo_sampling_params *p = gufo_sampler_params(output->sampler);
-    if (p->repetition_penalty != 1.0f || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f)
-        return PICK_HOST;
-    return p->temperature == 0.0f ? PICK_ARGMAX : PICK_SAMPLE;
-}
-
-static bool wants_output(const gufo_step_output *output)
-{
-    return output && (output->out_token || output->out_logits);
-}
-
-/* Fills sampling_host[i] for output i; returns the step's device pick. */
-static qwen_gpu_pick plan_picks(qwen_gpu_model *model, const gufo_step_output *const *outputs,
-                                const uint32_t *positions, uint32_t n)
-{
-    bool sample = false;
-    for (uint32_t i = 0; i < n; i++) {
-        qwen_gpu_sampling *s = &model->sampling_host[i];
-        memset(s, 0, sizeof *s);
-        s->top_p = 1.0f;
-        s->counter = positions[i];
-        if (pick_for(outputs[i]) == PICK_SAMPLE) {
-            const gufo_sampling_params *p = gufo_sampler_params(outputs[i]->sampler);
-            s->temperature = p->temperature;
-            s->top_k = p->top_k;
-            s->top_p = p->top_p;
-            s->min_p = p->min_p;
-            s->seed = p->seed;
-            sample = true;
-        }
-    }
-    return sample ? QWEN_GPU_PICK_SAMPLE : QWEN_GPU_PICK_ARGMAX;
-}
-
-/* Hands output row i of the step to the core. */
 static gufo_status deliver(qwen_gpu_model *model, uint32_t i, const gufo_step_output *output, gufo_error *err)
 {
-    const uint32_t V = model->hp.n_vocab;
-    const float *device_logits = model->scratch.logits + (size_t)i * V;
-    if (pick_for(output) == PICK_HOST) {
-        float *host = model->logits_host + (size_t)i * V;
-        if (qwen_gpu_to_host(host, device_logits, (size_t)V * sizeof(float), model->stream) ||
-            qwen_gpu_sync(model->stream))
-            return qwen_gpu_failed(err, "copying logits to the host");
-        return gufo_step_output_deliver(output, host, (int32_t)V, model->base.memory, err);
-    }
-    if (output->out_logits) {
-        int bad = output->logits_kind == GUFO_MEMORY_DEVICE
-                      ? qwen_gpu_device_copy(output->out_logits, device_logits, (size_t)V * sizeof(float),
-                                             model->stream)
-                      : qwen_gpu_to_host(output->out_logits, device_logits, (size_t)V * sizeof(float), model->stream);
-        if (bad || qwen_gpu_sync(model->stream))
-            return qwen_gpu_failed(err, "copying logits");
-    }
-    if (output->out_token)
-        *output->out_token = model->tokens_host[i];
-    return GUFO_OK;
+    gufo_status st = qwen_gpu_deliver(&model->outputs, i, output, err);
+    return st == GUFO_OK ? st : gufo_error_prefix(err, st, "qwen-gpu");
 }
 
 static bool valid_token(const qwen_gpu_model *model, gufo_token token)
@@ -253,7 +186,7 @@ gufo_status qwen_gpu_prefill(gufo_model *handle, gufo_text_session *session_hand
         return gufo_error_prefix(err, st, "qwen-gpu prefill");
 
     const size_t slice_max = model->scratch.max_rows;
-    const bool want = wants_output(output);
+    const bool want = qwen_gpu_wants_output(output);
     for (size_t done = 0; done < n;) {
         if ((st = gufo_cancel_check(cancel, err)) != GUFO_OK)
             return st;
@@ -268,7 +201,7 @@ gufo_status qwen_gpu_prefill(gufo_model *handle, gufo_text_session *session_hand
         qwen_gpu_pick pick = QWEN_GPU_PICK_NONE;
         if (n_out) {
             const uint32_t position = kv->length + (uint32_t)n;
-            pick = plan_picks(model, &output, &position, 1);
+            pick = qwen_gpu_plan_picks(model->sampling_host, &output, &position, 1);
         }
         if ((st = qwen_gpu_forward(model, (uint32_t)slice, n_out, pick, false, err)) != GUFO_OK)
             return gufo_error_prefix(err, st, "qwen-gpu prefill");
@@ -327,11 +260,11 @@ gufo_status qwen_gpu_decode(gufo_model *handle, const gufo_decode_batch *batch, 
         outputs[i] = &batch->items[i].output;
         positions[i] = kv->length + 1;
     }
-    const qwen_gpu_pick pick = plan_picks(model, outputs, positions, n);
+    const qwen_gpu_pick pick = qwen_gpu_plan_picks(model->sampling_host, outputs, positions, n);
     if ((st = qwen_gpu_forward(model, n, n, pick, true, err)) != GUFO_OK)
         return gufo_error_prefix(err, st, "qwen-gpu decode");
     for (uint32_t i = 0; i < n; i++)
-        if (wants_output(outputs[i]) && (st = deliver(model, i, outputs[i], err)) != GUFO_OK)
+        if (qwen_gpu_wants_output(outputs[i]) && (st = deliver(model, i, outputs[i], err)) != GUFO_OK)
             return gufo_error_prefix(err, st, "qwen-gpu decode item %u", i);
     for (uint32_t i = 0; i < n; i++)
         session_of(batch->items[i].session)->kv.length++;

@@ -39,6 +39,11 @@ bool qwen_gpu_supports(const gufo_gguf *gguf, const qwen_hparams *hp, char *why,
                  QWEN_GPU_MAX_HEAD_DIM);
         return false;
     }
+    return qwen_gpu_matrix_types_supported(gguf, "qwen-gpu", why, why_cap);
+}
+
+bool qwen_gpu_matrix_types_supported(const gufo_gguf *gguf, const char *provider, char *why, size_t why_cap)
+{
     const uint64_t n = gufo_gguf_tensor_count(gguf);
     for (uint64_t i = 0; i < n; i++) {
         gufo_gguf_tensor_info info;
@@ -46,8 +51,8 @@ bool qwen_gpu_supports(const gufo_gguf *gguf, const qwen_hparams *hp, char *why,
             continue; /* vectors are converted to float32 at load, whatever their type */
         if (!matrix_type_ok(info.type)) {
             snprintf(why, why_cap,
-                     "tensor %s has type %s, which qwen-gpu cannot run (it runs f32, f16, bf16, q8_0, q4_K, q6_K)",
-                     info.name, gufo_tensor_type_name(info.type));
+                     "tensor %s has type %s, which %s cannot run (it runs f32, f16, bf16, q8_0, q4_K, q6_K)",
+                     info.name, gufo_tensor_type_name(info.type), provider);
             return false;
         }
     }

@@ -55,6 +55,22 @@ static inline gufo_model *qwen35_to_handle(qwen35_model *model)
     return (gufo_model *)(void *)model;
 }
 
+/* ---- provider.c: what the qwen35 providers share (qwen35-cpu, ../qwen35_gpu's qwen35-gpu) ---- */
+
+/**
+ * The metadata check of the probe and the loader (a qwen_model_kind's
+ * `inspect`): the keys, every tensor, a file with a trunk (an MTP draft file
+ * alone cannot generate), the tokenizer. Fills a qwen35_hparams.
+ */
+bool qwen35_inspect(const gufo_gguf *gguf, void *hparams, qwen_model_shape *shape, char *why, size_t why_cap);
+
+/** The render_chat slot: Qwen3.5's template (thinking on by default). */
+gufo_status qwen35_render_chat(gufo_model *handle, const gufo_chat *chat, gufo_text_buffer *out, gufo_error *err);
+
+/** The tool_parser_create slot: Qwen3.5's XML tool calls, typed by the request's schemas. */
+gufo_status qwen35_tool_parser_create(gufo_model *handle, const gufo_chat *chat, gufo_tool_parser **out,
+                                      gufo_error *err);
+
 /* ---- speculative.c: MTP drafting and verification ---- */
 
 /**

@@ -21,9 +21,7 @@
 
 static const char *const qwen35_keys[] = GUFO_MANIFEST_QWEN_PROVIDER_QWEN35_CPU_KEYS;
 
-/* The metadata check of the probe and the loader: the keys, every tensor,
- * a file with a trunk (an MTP draft file alone cannot generate), the tokenizer. */
-static bool inspect_qwen35(const gufo_gguf *gguf, void *hparams, qwen_model_shape *shape, char *why, size_t why_cap)
+bool qwen35_inspect(const gufo_gguf *gguf, void *hparams, qwen_model_shape *shape, char *why, size_t why_cap)
 {
     qwen35_hparams hp;
     if (!qwen35_hparams_read(gguf, &hp, why, why_cap) || !qwen35_weights_check(gguf, &hp, why, why_cap))
@@ -46,7 +44,7 @@ static const qwen_model_kind qwen35_kind = {
     .default_max_batch = QWEN35_DEFAULT_MAX_BATCH,
     .max_batch_limit = QWEN35_MAX_BATCH_LIMIT,
     .max_prefill_chunk = QWEN35_MAX_PREFILL_CHUNK,
-    .inspect = inspect_qwen35,
+    .inspect = qwen35_inspect,
 };
 
 /* ---- probe --------------------------------------------------------------- */
@@ -192,7 +190,7 @@ static gufo_status qwen35_cache_identity(gufo_model *handle, gufo_text_buffer *o
 
 /* ---- the chat side: Qwen3.5's template and output format ------------------- */
 
-static gufo_status qwen35_render_chat(gufo_model *handle, const gufo_chat *chat, gufo_text_buffer *out,
+gufo_status qwen35_render_chat(gufo_model *handle, const gufo_chat *chat, gufo_text_buffer *out,
                                       gufo_error *err)
 {
     (void)handle;
@@ -200,7 +198,7 @@ static gufo_status qwen35_render_chat(gufo_model *handle, const gufo_chat *chat,
     return qwen_chat_render_with(chat, &options, out, err);
 }
 
-static gufo_status qwen35_tool_parser_create(gufo_model *handle, const gufo_chat *chat, gufo_tool_parser **out,
+gufo_status qwen35_tool_parser_create(gufo_model *handle, const gufo_chat *chat, gufo_tool_parser **out,
                                              gufo_error *err)
 {
     (void)handle;
