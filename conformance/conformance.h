@@ -155,13 +155,18 @@ typedef struct conf_model {
     const gufo_provider *provider;
 } conf_model;
 
+/** Bytes a pool may hold, per kind of memory; 0 = no limit on that kind. */
+typedef struct conf_budget {
+    uint64_t host, device;
+} conf_budget;
+
 /**
  * Opens `path`, asks the provider under test (or `provider` when not NULL)
- * to probe it, and creates the model in a pool limited to `host_budget`
- * bytes (0 = none). On failure everything is released and `err` says at
- * which stage (open, probe, create) and why; a decline is GUFO_E_DECLINED.
+ * to probe it, and creates the model in a pool limited to `budget` (NULL:
+ * no limits). On failure everything is released and `err` says at which
+ * stage (open, probe, create) and why; a decline is GUFO_E_DECLINED.
  */
-gufo_status conf_model_open(conf_ctx *ctx, const gufo_provider *provider, const char *path, uint64_t host_budget,
+gufo_status conf_model_open(conf_ctx *ctx, const gufo_provider *provider, const char *path, const conf_budget *budget,
                             conf_model *out, gufo_error *err);
 
 /** Destroys the model; returns the bytes the pool still counted after destroy (0 = nothing leaked). */

@@ -213,7 +213,7 @@ bool conf_model_loads(conf_ctx *ctx, conf_model *m, const char *const *later)
     memset(m, 0, sizeof *m);
     if (conf_need_artifact_for_all(&c, later)) return false;
     gufo_error err = {0};
-    if (conf_model_open(ctx, NULL, ctx->artifact->path, 0, m, &err) != GUFO_OK) {
+    if (conf_model_open(ctx, NULL, ctx->artifact->path, NULL, m, &err) != GUFO_OK) {
         conf_model_close(m);
         conf_case_abort(&c, "cannot create the model: %s", err.message);
         return false;
@@ -290,7 +290,7 @@ bool conf_valid_utf8(const char *bytes, size_t len)
 
 /* ---- Models -------------------------------------------------------------------- */
 
-gufo_status conf_model_open(conf_ctx *ctx, const gufo_provider *provider, const char *path, uint64_t host_budget,
+gufo_status conf_model_open(conf_ctx *ctx, const gufo_provider *provider, const char *path, const conf_budget *budget,
                             conf_model *out, gufo_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -306,7 +306,8 @@ gufo_status conf_model_open(conf_ctx *ctx, const gufo_provider *provider, const 
         if (st != GUFO_OK) return gufo_error_set(err, st, "the probe failed: %s", gufo_status_name(st));
         return gufo_error_set(err, GUFO_E_DECLINED, "the probe declined: %s", probe.reason);
     }
-    gufo_memory_limits limits = {.struct_size = sizeof limits, .host_bytes = host_budget};
+    gufo_memory_limits limits = {.struct_size = sizeof limits, .host_bytes = budget ? budget->host : 0,
+                                 .device_bytes = budget ? budget->device : 0};
     if ((st = gufo_memory_create(&limits, &out->memory, err)) != GUFO_OK) {
         gufo_artifact_close(out->artifact);
         out->artifact = NULL;

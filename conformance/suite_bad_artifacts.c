@@ -14,7 +14,7 @@ static void expect_refusal(conf_case *c, const char *path, const char *what)
 {
     conf_model m;
     gufo_error err = {0};
-    gufo_status st = conf_model_open(c->ctx, NULL, path, 0, &m, &err);
+    gufo_status st = conf_model_open(c->ctx, NULL, path, NULL, &m, &err);
     uint64_t left = conf_model_close(&m);
     if (st == GUFO_OK) conf_case_fail(c, "a file with %s was accepted and loaded", what);
     else if (!err.message[0]) conf_case_fail(c, "a file with %s was refused without a message", what);
@@ -48,7 +48,7 @@ static bool refused_or_works(conf_case *c, const char *path, const char *what)
 {
     conf_model m;
     gufo_error err = {0};
-    gufo_status st = conf_model_open(c->ctx, NULL, path, 0, &m, &err);
+    gufo_status st = conf_model_open(c->ctx, NULL, path, NULL, &m, &err);
     if (st == GUFO_OK && small_step(c->ctx, &m, &err) != GUFO_OK && !err.message[0])
         conf_case_fail(c, "with %s the model loaded, then failed a step without a message", what);
     if (st != GUFO_OK && !err.message[0]) conf_case_fail(c, "a file with %s was refused without a message", what);
@@ -74,7 +74,7 @@ static void truncated(conf_ctx *ctx, uint64_t data_start, uint64_t size)
         gufo_error err = {0};
         if (cuts[i] >= size || conf_file_truncate_copy(ctx->artifact->path, path, cuts[i], &err) != GUFO_OK) continue;
         conf_model m;
-        gufo_status st = conf_model_open(ctx, NULL, path, 0, &m, &err);
+        gufo_status st = conf_model_open(ctx, NULL, path, NULL, &m, &err);
         uint64_t left = conf_model_close(&m);
         if (st == GUFO_OK)
             conf_case_fail(&c, "the file cut at byte %llu of %llu was loaded", (unsigned long long)cuts[i],

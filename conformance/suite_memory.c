@@ -1,7 +1,12 @@
 /* suite_memory.c — memory budgets: what a provider allocates is counted by the
  * host's pool, the same work fits again in exactly the budget it needed, too
  * small a budget fails cleanly (GUFO_E_OVER_BUDGET, nothing left behind), and
- * destroy returns every byte. */
+ * destroy returns every byte.
+ *
+ * Budgets apply to each kind of memory the provider uses: a CPU provider is
+ * held to host budgets, a GPU provider (weights and caches in device memory,
+ * a little host memory beside them) to host and device budgets together, each
+ * derived from what that kind counted. */
 #include "conformance.h"
 
 #include <stdio.h>
@@ -30,7 +35,7 @@ void conf_suite_memory(conf_ctx *ctx)
     const char *path = ctx->artifact->path;
     gufo_error err = {0};
     conf_model m;
-    if (conf_model_open(ctx, NULL, path, 0, &m, &err) != GUFO_OK) {
+    if (conf_model_open(ctx, NULL, path, NULL, &m, &err) != GUFO_OK) {
         conf_model_close(&m);
         conf_case_abort(&c, "cannot create the model: %s", err.message);
         return;
@@ -44,69 +49,82 @@ void conf_suite_memory(conf_ctx *ctx)
         conf_case_fail(&c, "after create the pool counts %llu bytes, less than half the artifact's %llu tensor bytes: "
                        "weights must come from params->memory (or be charged with gufo_memory_charge)",
                        (unsigned long long)after_create, (unsigned long long)data);
+    const uint64_t created[2] = {gufo_memory_used(m.memory, GUFO_MEMORY_HOST),
+                                 gufo_memory_used(m.memory, GUFO_MEMORY_DEVICE)};
     gufo_status st = workload(ctx, &m, &err);
     if (st != GUFO_OK) conf_case_fail(&c, "the workload failed: %s", err.message);
-    uint64_t peak = gufo_memory_peak(m.memory, GUFO_MEMORY_HOST);
+    const uint64_t peak[2] = {gufo_memory_peak(m.memory, GUFO_MEMORY_HOST),
+                              gufo_memory_peak(m.memory, GUFO_MEMORY_DEVICE)};
     uint64_t after_work = conf_memory_counted(m.memory);
     if (after_work != after_create)
         conf_case_fail(&c, "after the workload's sessions are gone the pool counts %llu bytes, %llu after create",
                        (unsigned long long)after_work, (unsigned long long)after_create);
     uint64_t left = conf_model_close(&m);
-    conf_case_end(&c, "%llu bytes counted after create (the artifact holds %llu tensor bytes); host peak %llu with a "
-                  "workload", (unsigned long long)after_create, (unsigned long long)data, (unsigned long long)peak);
+    conf_case_end(&c, "%llu bytes counted after create (the artifact holds %llu tensor bytes; host %llu, device "
+                  "%llu); peak with a workload: host %llu, device %llu", (unsigned long long)after_create,
+                  (unsigned long long)data, (unsigned long long)created[0], (unsigned long long)created[1],
+                  (unsigned long long)peak[0], (unsigned long long)peak[1]);
 
     conf_case_begin(&c, ctx, "returns_every_byte");
     if (left) conf_case_fail(&c, "%llu bytes still counted after destroy", (unsigned long long)left);
     conf_case_end(&c, "0 bytes counted after destroy");
 
-    /* The same work again inside exactly the peak it needed: nothing is allocated outside the counts. */
+    /* The same work again inside exactly the peaks it needed: nothing is allocated outside the counts. A kind
+     * the provider did not use stays unlimited (0). */
     conf_case_begin(&c, ctx, "fits_its_own_peak");
-    if (conf_model_open(ctx, NULL, path, peak, &m, &err) != GUFO_OK) {
-        conf_case_fail(&c, "create failed with a budget of its own peak (%llu bytes): %s", (unsigned long long)peak,
-                       err.message);
+    const conf_budget at_peak = {.host = peak[0], .device = peak[1]};
+    if (conf_model_open(ctx, NULL, path, &at_peak, &m, &err) != GUFO_OK) {
+        conf_case_fail(&c, "create failed within its own peaks (host %llu, device %llu bytes): %s",
+                       (unsigned long long)peak[0], (unsigned long long)peak[1], err.message);
     } else if ((st = workload(ctx, &m, &err)) != GUFO_OK) {
-        conf_case_fail(&c, "the workload failed with a budget of its own peak (%llu bytes): %s",
-                       (unsigned long long)peak, err.message);
-    } else if (gufo_memory_peak(m.memory, GUFO_MEMORY_HOST) > peak) {
+        conf_case_fail(&c, "the workload failed within its own peaks (host %llu, device %llu bytes): %s",
+                       (unsigned long long)peak[0], (unsigned long long)peak[1], err.message);
+    } else if (gufo_memory_peak(m.memory, GUFO_MEMORY_HOST) > peak[0] ||
+               gufo_memory_peak(m.memory, GUFO_MEMORY_DEVICE) > peak[1]) {
         conf_case_fail(&c, "the pool's peak went past its budget");
     }
     conf_model_close(&m);
-    conf_case_end(&c, "create + workload run within a budget of exactly %llu bytes", (unsigned long long)peak);
+    conf_case_end(&c, "create + workload run within budgets of exactly host %llu and device %llu bytes",
+                  (unsigned long long)peak[0], (unsigned long long)peak[1]);
 
+    /* A quarter of what each kind counted after create (at least 1 byte of a kind that counted anything). */
     conf_case_begin(&c, ctx, "tiny_budget_refused");
-    uint64_t tiny = after_create / 4 ? after_create / 4 : 1;
-    st = conf_model_open(ctx, NULL, path, tiny, &m, &err);
-    if (st == GUFO_OK && after_create == 0) {
-        conf_case_fail(&c, "create succeeded within %llu byte(s): the model allocates nothing from the pool, so no "
-                       "budget limits it (see memory.weights_counted)", (unsigned long long)tiny);
+    const conf_budget tiny = {.host = created[0] ? (created[0] / 4 ? created[0] / 4 : 1) : 0,
+                              .device = created[1] ? (created[1] / 4 ? created[1] / 4 : 1) : 0};
+    st = after_create ? conf_model_open(ctx, NULL, path, &tiny, &m, &err) : GUFO_OK;
+    if (after_create == 0) {
+        conf_case_fail(&c, "the model allocates nothing from the pool, so no budget limits it (see "
+                       "memory.weights_counted)");
     } else if (st == GUFO_OK) {
-        conf_case_fail(&c, "create succeeded within %llu bytes, a quarter of what it counted before",
-                       (unsigned long long)tiny);
+        conf_case_fail(&c, "create succeeded within host %llu and device %llu bytes, a quarter of what it counted "
+                       "before", (unsigned long long)tiny.host, (unsigned long long)tiny.device);
     } else if (st != GUFO_E_OVER_BUDGET) {
         conf_case_fail(&c, "create with too small a budget returned %s (%s), not GUFO_E_OVER_BUDGET",
                        gufo_status_name(st), err.message);
-    } else if (m.memory && gufo_memory_used(m.memory, GUFO_MEMORY_HOST) != 0) {
+    } else if (m.memory && conf_memory_counted(m.memory) != 0) {
         conf_case_fail(&c, "the failed create left %llu bytes allocated",
-                       (unsigned long long)gufo_memory_used(m.memory, GUFO_MEMORY_HOST));
+                       (unsigned long long)conf_memory_counted(m.memory));
     }
     char message[sizeof err.message];
     memcpy(message, err.message, sizeof message);
     conf_model_close(&m);
-    conf_case_end(&c, "create within %llu bytes fails with GUFO_E_OVER_BUDGET and leaves nothing: \"%s\"",
-                  (unsigned long long)tiny, message);
+    conf_case_end(&c, "create within host %llu and device %llu bytes fails with GUFO_E_OVER_BUDGET and leaves "
+                  "nothing: \"%s\"", (unsigned long long)tiny.host, (unsigned long long)tiny.device, message);
 
     conf_case_begin(&c, ctx, "session_over_budget");
     if (ctx->provider.decl->capability != GUFO_CAPABILITY_TEXT_GENERATION) {
         conf_case_not_applicable(&c, "only text-generation providers have sessions");
         return;
     }
-    /* Room for the weights and a little more: sessions must hit the budget,
-     * fail cleanly, and leave the sessions that fit working. */
-    uint64_t budget = after_create + (peak - after_create) / 2 + 1;
-    if (peak <= after_create) {
+    /* Room for the weights and a little more of each kind the sessions used: sessions must hit a budget, fail
+     * cleanly, and leave the sessions that fit working. */
+    const bool grows[2] = {peak[0] > created[0], peak[1] > created[1]};
+    const conf_budget budget = {.host = grows[0] ? created[0] + (peak[0] - created[0]) / 2 + 1 : 0,
+                                .device = grows[1] ? created[1] + (peak[1] - created[1]) / 2 + 1 : 0};
+    if (!grows[0] && !grows[1]) {
         /* The model says what a session costs: if that is not nothing, it must come from the pool. */
         uint64_t per_token = 0;
-        if (conf_model_open(ctx, NULL, path, 0, &m, &err) == GUFO_OK)
+        if (conf_model_open(ctx, NULL, path, NULL, &m, &err) == GUFO_OK)
             per_token = conf_text_info(&m).session_bytes_per_token;
         conf_model_close(&m);
         if (per_token > 0) {
@@ -119,9 +137,10 @@ void conf_suite_memory(conf_ctx *ctx)
                        "says they take no memory per token");
         return;
     }
-    if (conf_model_open(ctx, NULL, path, budget, &m, &err) != GUFO_OK) {
+    if (conf_model_open(ctx, NULL, path, &budget, &m, &err) != GUFO_OK) {
         conf_model_close(&m);
-        conf_case_abort(&c, "create within %llu bytes failed: %s", (unsigned long long)budget, err.message);
+        conf_case_abort(&c, "create within host %llu and device %llu bytes failed: %s",
+                        (unsigned long long)budget.host, (unsigned long long)budget.device, err.message);
         return;
     }
     conf_session sessions[64];
@@ -144,14 +163,16 @@ void conf_suite_memory(conf_ctx *ctx)
         }
     }
     if (refusal == GUFO_OK)
-        conf_case_fail(&c, "64 sessions fit in %llu bytes: sessions do not allocate from the pool",
-                       (unsigned long long)budget);
+        conf_case_fail(&c, "64 sessions fit in host %llu and device %llu bytes: sessions do not allocate from the pool",
+                       (unsigned long long)budget.host, (unsigned long long)budget.device);
     else if (refusal != GUFO_E_OVER_BUDGET && refusal != GUFO_E_LIMIT)
         conf_case_fail(&c, "the session that did not fit failed with %s, not GUFO_E_OVER_BUDGET (%s)",
                        gufo_status_name(refusal), err.message);
     else if (refused_at != 0)
         conf_case_fail(&c, "the refused prefill left %zu tokens in the session", refused_at);
-    if (gufo_memory_peak(m.memory, GUFO_MEMORY_HOST) > budget) conf_case_fail(&c, "the pool went past its budget");
+    if ((budget.host && gufo_memory_peak(m.memory, GUFO_MEMORY_HOST) > budget.host) ||
+        (budget.device && gufo_memory_peak(m.memory, GUFO_MEMORY_DEVICE) > budget.device))
+        conf_case_fail(&c, "the pool went past its budget");
     /* The first session still works. */
     gufo_token out[GEN];
     conf_session *first = &sessions[0];
@@ -159,11 +180,12 @@ void conf_suite_memory(conf_ctx *ctx)
         err.status != GUFO_E_OVER_BUDGET)
         conf_case_fail(&c, "a session that fit stopped working after another hit the budget: %s", err.message);
     for (size_t i = 0; i < opened; i++) conf_session_close(&m, &sessions[i]);
-    uint64_t used = gufo_memory_used(m.memory, GUFO_MEMORY_HOST);
+    uint64_t used = conf_memory_counted(m.memory);
     if (used != after_create)
         conf_case_fail(&c, "with every session destroyed the pool counts %llu bytes, %llu after create",
                        (unsigned long long)used, (unsigned long long)after_create);
     conf_model_close(&m);
-    conf_case_end(&c, "within %llu bytes, session %zu is refused with %s; the others keep working and everything "
-                  "comes back", (unsigned long long)budget, opened, gufo_status_name(refusal));
+    conf_case_end(&c, "within host %llu and device %llu bytes, session %zu is refused with %s; the others keep "
+                  "working and everything comes back", (unsigned long long)budget.host,
+                  (unsigned long long)budget.device, opened, gufo_status_name(refusal));
 }

@@ -152,17 +152,15 @@ static void text_logits_golden(conf_ctx *ctx, const conf_model *m)
                   worst.diff, tol);
 }
 
-/* Another available provider of the same extension and capability that accepts the artifact.
- * Without one, *exists says whether the extension has another such provider at all (one that
- * is not built here) or none: only the first leaves something that applies unchecked. */
-static bool find_peer(const conf_ctx *ctx, gufo_provider_info *out, bool *exists, char *why, size_t why_cap)
+/* The next available provider of the same extension and capability, from registry index *k on
+ * (advanced past it). Without one, *exists says whether the extension has another such provider at
+ * all (one that is not built here) or none: only the first leaves something that applies unchecked. */
+static bool find_peer(const conf_ctx *ctx, size_t *k, gufo_provider_info *out, bool *exists, char *why,
+                      size_t why_cap)
 {
-    *exists = false;
-    snprintf(why, why_cap, "the extension has one %s provider: nothing to compare with",
-             gufo_capability_name(ctx->provider.decl->capability));
-    for (size_t k = 0; k < gufo_registry_provider_count(ctx->registry); k++) {
+    for (; *k < gufo_registry_provider_count(ctx->registry); (*k)++) {
         gufo_provider_info p;
-        gufo_registry_provider_at(ctx->registry, k, &p);
+        gufo_registry_provider_at(ctx->registry, *k, &p);
         if (strcmp(p.extension, ctx->extension.decl->name) != 0 || strcmp(p.decl->id, ctx->provider.decl->id) == 0 ||
             p.decl->capability != ctx->provider.decl->capability)
             continue;
@@ -172,35 +170,38 @@ static bool find_peer(const conf_ctx *ctx, gufo_provider_info *out, bool *exists
             continue;
         }
         *out = p;
+        (*k)++;
         return true;
     }
     return false;
 }
 
-/* Case `cross_provider`, begun in `c`: finds the peer provider and creates
- * its model from the artifact under test. Returns false with the case ended
- * (not applicable when the extension has no other provider, skipped when the
- * peer is not built here or declines the artifact, failed when it cannot load
- * it). */
+/* Case `cross_provider`, begun in `c`: finds a peer provider that accepts the artifact under test
+ * (an extension may serve several architectures, each with its own providers) and creates its
+ * model. Returns false with the case ended (not applicable when the extension has no other
+ * provider, skipped when no peer is built here or every one declines the artifact, failed when
+ * one that accepts it cannot load it). */
 static bool open_peer(conf_case *c, gufo_provider_info *peer, conf_model *other)
 {
     conf_ctx *ctx = c->ctx;
     char why[600];
     bool exists = false;
-    if (!find_peer(ctx, peer, &exists, why, sizeof why)) {
-        if (exists)
-            conf_case_skip(c, "%s", why);
-        else
-            conf_case_not_applicable(c, "%s", why);
-        return false;
+    snprintf(why, sizeof why, "the extension has one %s provider: nothing to compare with",
+             gufo_capability_name(ctx->provider.decl->capability));
+    for (size_t k = 0; find_peer(ctx, &k, peer, &exists, why, sizeof why);) {
+        gufo_error err = {0};
+        if (conf_model_open(ctx, peer->provider, ctx->artifact->path, NULL, other, &err) == GUFO_OK) return true;
+        conf_model_close(other);
+        if (err.status != GUFO_E_DECLINED) {
+            conf_case_abort(c, "provider '%s' cannot load the artifact: %s", peer->decl->id, err.message);
+            return false;
+        }
+        snprintf(why, sizeof why, "provider '%s' declines this artifact: %s", peer->decl->id, err.message);
     }
-    gufo_error err = {0};
-    if (conf_model_open(ctx, peer->provider, ctx->artifact->path, 0, other, &err) == GUFO_OK) return true;
-    conf_model_close(other);
-    if (err.status == GUFO_E_DECLINED)
-        conf_case_skip(c, "provider '%s' declines this artifact: %s", peer->decl->id, err.message);
+    if (exists)
+        conf_case_skip(c, "%s", why);
     else
-        conf_case_abort(c, "provider '%s' cannot load the artifact: %s", peer->decl->id, err.message);
+        conf_case_not_applicable(c, "%s", why);
     return false;
 }
 

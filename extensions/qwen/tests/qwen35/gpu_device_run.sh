@@ -2,13 +2,13 @@
 # gpu_device_run.sh — qwen35-gpu on a GPU machine, in one call: its tests against
 # qwen35-cpu, speed on the tiny model and on a Qwen3.8-27B-shaped random file,
 # qwen-gpu's tests (the GPU code the two providers share), and the conformance kit
-# for qwen35-gpu — most important first, each part's summary printed as it ends.
+# for qwen35-gpu and qwen-gpu — most important first, each part's summary printed as it ends.
 #
 #   OUT=/tmp/out [TYPES="q4_k_m q8_0"] [LAYERS=64] bash extensions/qwen/tests/qwen35/gpu_device_run.sh STAGE_DIR
 #
 # STAGE_DIR is what gpu_device_stage.sh wrote here (carried to the device).
 # Run from the repository root. Results land in $OUT (smi.txt, diagnose.txt,
-# qwen35_gpu_tests.log, bench.txt, qwen_gpu_tests.log, conformance.txt/.log).
+# qwen35_gpu_tests.log, bench.txt, qwen_gpu_tests.log, conformance-PROVIDER.txt/.log).
 # Models are random: speed does not depend on weight values. TYPES (default
 # q4_k_m; the 27B Q4_K_M file is 16.5 GB, Q8_0 about 29 GB, one on the disk at a
 # time) and LAYERS (the 27B shape's 64 blocks, a multiple of 4) trim the bench.
@@ -60,9 +60,15 @@ echo "== conformance qwen35-gpu"
 # The driver finds the extension's sources where they were built: link them there.
 SRC=$(cat "$S/source_dir" 2>/dev/null)
 if [ -n "$SRC" ] && [ ! -e "$SRC" ]; then mkdir -p "$(dirname "$SRC")" && ln -s "$PWD" "$SRC"; fi
-mkdir -p "$W/ext/qwen/qwen35"
+mkdir -p "$W/ext/qwen/qwen35" "$W/tests/golden"
 "$BIN/qwen_qwen35_random_model" --type f32 --out "$W/ext/qwen/qwen35/conformance-f32.gguf"
-(cd "$W" && timeout 150 "$BIN/gufo_conformance" --extension qwen --provider qwen35-gpu --extensions-build-dir "$W/ext" \
-    --work-dir "$W/conformance" --summary "$OUT/conformance.txt" > "$OUT/conformance.log" 2>&1)
-echo "rc=$? after $((SECONDS - START)) s" >> "$OUT/conformance.txt"
-grep -E "FAIL|total:|rc=" "$OUT/conformance.txt" | head -12
+# qwen's other conformance artifact is ../../tests/golden/qwen/tiny.gguf from the extensions build dir.
+[ -e "$W/tests/golden/qwen" ] || ln -s "$PWD/tests/golden/qwen" "$W/tests/golden/qwen"
+# qwen-gpu too: the memory suite holds GPU providers to device budgets (and the two share GPU code).
+for p in qwen35-gpu qwen-gpu; do
+  (cd "$W" && timeout 150 "$BIN/gufo_conformance" --extension qwen --provider $p --extensions-build-dir "$W/ext" \
+      --work-dir "$W/conformance-$p" --summary "$OUT/conformance-$p.txt" > "$OUT/conformance-$p.log" 2>&1)
+  echo "rc=$? after $((SECONDS - START)) s" >> "$OUT/conformance-$p.txt"
+  echo "-- $p"
+  grep -E "FAIL|total:|rc=" "$OUT/conformance-$p.txt" | head -12
+done

@@ -242,25 +242,37 @@ static double against_cpu(const char *label, const char *path, const loaded *c, 
     GUFO_CHECK_EQ_INT(top1, positions);
     GUFO_CHECK(tie || same == GEN_STEPS);
 
-    /* The defaults: bf16 products in the 72-row prefill, int8 activations in decode. */
-    loaded fast;
-    if (load(&gpu, path, NULL, &fast)) {
-        float *rf = calloc((size_t)positions * V, sizeof(float));
+    /* The defaults: bf16 products in the 72-row prefill, int8 activations in decode. Both sides' defaults
+     * round activations, and how far that moves the logits depends on the model (int8 rounding error in
+     * the decay and beta inputs of a Gated DeltaNet is carried by its state from row to row): the GPU's
+     * defaults are held to the fixed bounds, or to twice the CPU's own default distance from exact on
+     * the same file when that is larger. */
+    loaded fast = {0}, cpu_default = {0};
+    if (load(&gpu, path, NULL, &fast) && load(&cpu, path, NULL, &cpu_default)) {
+        float *rf = calloc((size_t)positions * V, sizeof(float)), *rd = calloc((size_t)positions * V, sizeof(float));
         run_sequence(&fast, ids, rf);
-        double fkl = 0;
+        run_sequence(&cpu_default, ids, rd);
+        double fkl = 0, dkl = 0;
         int ftop1 = 0;
         for (int i = 0; i < positions; i++) {
             fkl += kl_divergence(rc + (size_t)i * V, rf + (size_t)i * V, V);
+            dkl += kl_divergence(rc + (size_t)i * V, rd + (size_t)i * V, V);
             ftop1 += gufo_argmax(rc + (size_t)i * V, V) == gufo_argmax(rf + (size_t)i * V, V);
         }
-        const double fdiff = max_abs_diff(rc, rf, count);
-        printf("qwen35-gpu-vs-cpu: %-15s defaults: logits max|d| %.2e (%.1e of scale), KL mean %.2e, top-1 %d/%d\n",
-               label, fdiff, fdiff / scale, fkl / positions, ftop1, positions);
-        GUFO_CHECK(fkl / positions <= DEFAULT_KL_MEAN_BOUND);
-        GUFO_CHECK(fdiff <= DEFAULT_MAX_ABS_BOUND * scale);
+        const double fdiff = max_abs_diff(rc, rf, count), ddiff = max_abs_diff(rc, rd, count);
+        const double kl_bound = fmax(DEFAULT_KL_MEAN_BOUND, 2 * dkl / positions);
+        const double abs_bound = fmax(DEFAULT_MAX_ABS_BOUND * scale, 2 * ddiff);
+        printf("qwen35-gpu-vs-cpu: %-15s defaults: logits max|d| %.2e (%.1e of scale; bound %.1e), KL mean %.2e "
+               "(bound %.1e), top-1 %d/%d; the CPU's defaults: max|d| %.2e, KL mean %.2e\n",
+               label, fdiff, fdiff / scale, abs_bound / scale, fkl / positions, kl_bound, ftop1, positions, ddiff,
+               dkl / positions);
+        GUFO_CHECK(fkl / positions <= kl_bound);
+        GUFO_CHECK(fdiff <= abs_bound);
         GUFO_CHECK(ftop1 >= positions * 9 / 10);
         free(rf);
+        free(rd);
     }
+    unload(&cpu_default);
     unload(&fast);
     free(gl);
     free(rc);
