@@ -8,6 +8,8 @@
 # Usage: prompt_speculative.sh GUFO RANDOM_MODEL_TOOL SCRATCH_DIR
 set -eu
 gufo=$1 tool=$2 dir=$3
+# MTP speculation is qwen35-cpu's (qwen35-gpu has none yet): hide a GPU so the CPU provider serves.
+export CUDA_VISIBLE_DEVICES= HIP_VISIBLE_DEVICES=
 if [ -z "$gufo" ]; then
     echo "no gufo binary in this build: skipped"
     exit 77

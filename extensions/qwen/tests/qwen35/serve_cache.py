@@ -40,8 +40,10 @@ class Server:
     """One `gufo serve` on a free port (--port 0: the server prints the port it got)."""
 
     def __init__(self, gufo, model, extra):
+        # qwen35-cpu serves (MTP speculation is its own; qwen35-gpu has none yet): hide a GPU.
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="")
         self.proc = subprocess.Popen([gufo, "serve", "--model", model, "--port", "0", "--threads", "1", *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.stderr = []
         threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
         line = self.proc.stdout.readline()
