@@ -82,6 +82,7 @@ typedef struct conf_artifact {
     char *reference_path; /* NULL when the manifest names none */
     cJSON *reference;     /* parsed reference data, NULL when none or unreadable */
     char *reference_error;/* why it could not be read, or NULL */
+    bool generated;       /* written by the extension's build (manifest "generated": true) */
 } conf_artifact;
 
 /** What the suites of one provider share. */

@@ -225,6 +225,7 @@ static void load_artifacts(conf_ctx *ctx, const char *build_dir)
         const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "path"));
         bool generated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "generated"));
         a->path = join(generated ? ext_build : source_dir, path ? path : "");
+        a->generated = generated;
         const char *ref = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "reference"));
         if (ref) {
             a->reference_path = join(source_dir, ref);
