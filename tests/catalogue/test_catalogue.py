@@ -93,6 +93,12 @@ def test_committed():
             manifest = json.loads((where / "extension.json").read_text())
             check(manifest["version"] == entry["version"] and manifest["description"] == entry["description"],
                   f"{path.name}: version and description are the manifest's ({where}); if not, re-publish")
+            # What users choose by: the providers and the API range the entry advertises.
+            check([p["id"] for p in manifest.get("providers", [])] == [p["id"] for p in entry["providers"]],
+                  f"{path.name}: the providers are the manifest's ({where}); if not, re-publish")
+            check(manifest.get("api_version") == entry["api_range"]["requirement"],
+                  f"{path.name}: the API range is the manifest's api_version ({manifest.get('api_version')} vs "
+                  f"{entry['api_range']['requirement']}); if not, re-publish")
 
 
 def test_hand_edits_caught():
