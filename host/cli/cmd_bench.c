@@ -174,6 +174,7 @@ typedef struct bench_result {
     double mean, sd;
     double core_s, provider_s; /* tg: total host time around decode and time inside decode */
     uint64_t steps;            /* tg: decode steps measured */
+    const char *speculative;   /* tg: the --speculative method, NULL when off */
     uint64_t drafted, accepted; /* tg with --speculative: draft tokens proposed / accepted */
 } bench_result;
 
@@ -204,12 +205,10 @@ static void summarize(bench_result *r, uint32_t reps)
     r->sd = reps > 1 ? root(sq / (reps - 1)) : 0.0;
 }
 
-static const char *speculating; /* the --speculative method of this run, NULL when off (for test names) */
-
 static void test_name(const bench_result *r, char *buf, size_t cap)
 {
-    if (r->is_gen && speculating)
-        snprintf(buf, cap, "tg%u+%s @ d%u", r->n_tokens, speculating, r->depth);
+    if (r->speculative)
+        snprintf(buf, cap, "tg%u+%s @ d%u", r->n_tokens, r->speculative, r->depth);
     else
         snprintf(buf, cap, "%s%u @ d%u", r->is_gen ? "tg" : "pp", r->n_tokens, r->depth);
 }
@@ -414,7 +413,7 @@ static int run_tg_speculative(bench_run *b, bench_result *r, gufo_token *tokens,
         gufo_step_output output = {.sampler = b->sampler, .out_token = &next, .logits_kind = GUFO_MEMORY_HOST};
         size_t n_accepted = 0;
         bool verified = false;
-        const char *what = "decode";
+        const char *what = NULL;
         gufo_error err = {0};
         double d0 = host_now();
         gufo_status st = host_speculation_step(&b->spec, b->model, b->session, token, max_draft, &output,
@@ -639,8 +638,8 @@ static void print_table(const bench_facts *f, const bench_result *results, size_
     if (overall_overhead(results, n, &core_us, &provider_us, &percent))
         fprintf(out, "\nhost overhead per decode step: %.2f us in the core, %.2f us in the provider's decode (%.2f%%)\n",
                 core_us, provider_us, percent);
-    for (size_t i = 0; i < n && speculating; i++) {
-        if (!results[i].is_gen)
+    for (size_t i = 0; i < n; i++) {
+        if (!results[i].speculative)
             continue;
         char name[64];
         test_name(&results[i], name, sizeof name);
@@ -681,9 +680,9 @@ static int print_json(const bench_facts *f, const bench_run *b, const bench_resu
         ok = ok && ts && cJSON_AddItemToObject(o, "samples_ts", ts);
         cJSON *s = ok ? cJSON_CreateDoubleArray(r->samples_s, (int)b->plan->reps) : NULL;
         ok = ok && s && cJSON_AddItemToObject(o, "samples_s", s);
-        if (ok && r->is_gen && speculating) {
+        if (ok && r->speculative) {
             cJSON *sp = cJSON_AddObjectToObject(o, "speculative");
-            ok = sp && cJSON_AddStringToObject(sp, "method", speculating) &&
+            ok = sp && cJSON_AddStringToObject(sp, "method", r->speculative) &&
                  cJSON_AddNumberToObject(sp, "drafted", (double)r->drafted) &&
                  cJSON_AddNumberToObject(sp, "accepted", (double)r->accepted) &&
                  cJSON_AddNumberToObject(sp, "steps", (double)r->steps);
@@ -753,7 +752,6 @@ static int setup_run(bench_run *b, const host_loaded *l, const bench_plan *plan)
     gufo_error err = {0};
     if (host_speculation_open(&b->spec, l->m.provider.provider, b->model, plan->speculative) != HOST_EXIT_OK)
         return HOST_EXIT_FAILURE;
-    speculating = b->spec.iface ? b->spec.method : NULL;
     if (gufo_sampler_create(&sp, l->info.n_vocab, &b->sampler, &err) != GUFO_OK ||
         gufo_text_buffer_create(0, &b->piece) != GUFO_OK) {
         host_error("cannot create the sampler: %s", err.message[0] ? err.message : "out of memory");
@@ -796,6 +794,7 @@ static int run_generic(const host_loaded *l, const bench_plan *plan, uint32_t th
                 results[k].is_gen = gen == 1;
                 results[k].n_tokens = n;
                 results[k].depth = plan->depths[d];
+                results[k].speculative = gen ? b.spec.method : NULL;
                 results[k].samples_ts = samples + k * plan->reps * 2;
                 results[k].samples_s = results[k].samples_ts + plan->reps;
                 k++;
